@@ -1,0 +1,269 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const minimal = `{"subscriptionId":"sub","resourceGroup":"RG1","location":"East US","aadClientId":"id","aadClientSecret":"s3cr3t-value","tenantId":"t"}`
+
+func noEnv(string) string { return "" }
+
+func TestParseDefaults(t *testing.T) {
+	c, err := Parse([]byte(minimal), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string][2]any{
+		"resourceGroup lower-cased":     {c.ResourceGroup, "rg1"},
+		"location normalised":           {c.Location, "eastus"},
+		"vmType":                        {c.VMType, VMTypeVMSS},
+		"loadBalancerSku":               {c.LoadBalancerSKU, LoadBalancerSKUStandard},
+		"backend pool type":             {c.LoadBalancerBackendPoolConfigurationType, BackendPoolNodeIPConfiguration},
+		"excludeMaster":                 {c.ExcludeMasters(), true},
+		"rule count":                    {c.MaximumLoadBalancerRuleCount, 250},
+		"probe mode":                    {c.ClusterServiceLoadBalancerHealthProbeMode, HealthProbeModeServiceNodePort},
+		"probe port":                    {c.ClusterServiceSharedLoadBalancerHealthProbePort, int32(10256)},
+		"probe path":                    {c.ClusterServiceSharedLoadBalancerHealthProbePath, "/healthz"},
+		"route interval":                {c.RouteUpdateIntervalInSeconds, 30},
+		"backoff retries (backoff off)": {c.CloudProviderBackoffRetries, 1},
+		"vm cache ttl":                  {c.VMCacheTTLInSeconds, 60},
+		"vmss vm cache ttl":             {c.VmssVirtualMachinesCacheTTLInSeconds, 600},
+		"non-uniform ttl":               {c.NonVmssUniformNodesCacheTTLInSeconds, 900},
+		"cloudConfigType":               {c.CloudConfigType, "merge"},
+		"vnet rg":                       {c.VnetRG(), "rg1"},
+		"route table rg":                {c.RouteTableRG(), "rg1"},
+		"network subscription":          {c.NetworkSubscriptionID(), "sub"},
+	}
+	for name, v := range checks {
+		if v[0] != v[1] {
+			t.Errorf("%s: got %v, want %v", name, v[0], v[1])
+		}
+	}
+}
+
+func TestParseYAMLCaseInsensitiveAndCanonical(t *testing.T) {
+	in := `
+SubscriptionID: sub
+resourcegroup: rg
+location: westeurope
+LOADBALANCERSKU: Standard
+vmtype: VMSSFlex
+loadBalancerBackendPoolConfigurationType: nodeip
+cloudProviderBackoff: true
+excludeMasterFromStandardLB: false
+multipleStandardLoadBalancerConfigurations:
+- name: kubernetes
+  primaryVMSet: pool1
+  nodeSelector:
+    matchLabels: {a: b}
+`
+	c, err := Parse([]byte(in), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SubscriptionID != "sub" || c.LoadBalancerSKU != "standard" || c.VMType != "vmssflex" ||
+		c.LoadBalancerBackendPoolConfigurationType != "nodeIP" || c.CloudProviderBackoffRetries != 6 ||
+		c.ExcludeMasters() {
+		t.Fatalf("unexpected config: %+v", c)
+	}
+	if got := c.MultipleStandardLoadBalancerConfigurations[0].NodeSelector.MatchLabels["a"]; got != "b" {
+		t.Fatalf("nodeSelector not parsed: %q", got)
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	env := map[string]string{
+		EnvTenantID: "env-tenant", EnvClientID: "env-client", EnvClientSecret: "env-secret",
+		EnvFederatedTokenFile: "/var/run/token",
+	}
+	c, err := Parse([]byte(minimal), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TenantID != "env-tenant" || c.AADClientID != "env-client" || c.AADClientSecret.Value() != "env-secret" ||
+		c.AADFederatedTokenFile != "/var/run/token" || !c.UseFederatedWorkloadIdentityExtension {
+		t.Fatalf("environment not applied: %+v", c)
+	}
+}
+
+// Each invalid value must produce an error that names its key and, where there is one, the value.
+func TestValidateNamesOffendingKey(t *testing.T) {
+	base := `"subscriptionId":"s","resourceGroup":"rg","location":"l"`
+	cases := []struct {
+		name, json string
+		want       []string
+	}{
+		{"missing subscription", `{"resourceGroup":"rg","location":"l"}`, []string{"subscriptionId: is required"}},
+		{"missing rg", `{"subscriptionId":"s","location":"l"}`, []string{"resourceGroup: is required"}},
+		{"missing location", `{"subscriptionId":"s","resourceGroup":"rg"}`, []string{"location: is required"}},
+		{"sku", `{` + base + `,"loadBalancerSku":"Premium"}`, []string{`loadBalancerSku: "Premium" is not one of basic, standard, service`}},
+		{"vmType", `{` + base + `,"vmType":"vmas"}`, []string{`vmType: "vmas" is not one of standard, vmss, vmssflex`}},
+		{"cloud", `{` + base + `,"cloud":"Mars"}`, []string{`cloud: "Mars"`}},
+		{"pool type", `{` + base + `,"loadBalancerBackendPoolConfigurationType":"ip"}`, []string{`loadBalancerBackendPoolConfigurationType: "ip"`}},
+		{"probe mode", `{` + base + `,"clusterServiceLoadBalancerHealthProbeMode":"x"}`, []string{`clusterServiceLoadBalancerHealthProbeMode: "x"`}},
+		{"preconfigured", `{` + base + `,"preConfiguredBackendPoolLoadBalancerTypes":"both"}`, []string{`preConfiguredBackendPoolLoadBalancerTypes: "both"`}},
+		{"cloudConfigType", `{` + base + `,"cloudConfigType":"env"}`, []string{`cloudConfigType: "env"`}},
+		{"disableAvset", `{` + base + `,"vmType":"standard","disableAvailabilitySetNodes":true}`, []string{`disableAvailabilitySetNodes: true is only valid with vmType vmss, not "standard"`}},
+		{"snat basic", `{` + base + `,"loadBalancerSku":"basic","disableOutboundSNAT":true}`, []string{"disableOutboundSNAT:"}},
+		{"probe port", `{` + base + `,"clusterServiceSharedLoadBalancerHealthProbePort":70000}`, []string{"clusterServiceSharedLoadBalancerHealthProbePort: 70000"}},
+		{"probe path", `{` + base + `,"clusterServiceSharedLoadBalancerHealthProbePath":"healthz"}`, []string{`clusterServiceSharedLoadBalancerHealthProbePath: "healthz"`}},
+		{"negative ttl", `{` + base + `,"vmCacheTTLInSeconds":-1}`, []string{"vmCacheTTLInSeconds: -1"}},
+		{"negative interval", `{` + base + `,"routeUpdateIntervalInSeconds":-5}`, []string{"routeUpdateIntervalInSeconds: -5"}},
+		{"negative jitter", `{` + base + `,"cloudProviderBackoffJitter":-1}`, []string{"cloudProviderBackoffJitter: -1"}},
+		{"secret without client", `{` + base + `,"tenantId":"t","aadClientSecret":"x"}`, []string{"aadClientId: is required with aadClientSecret"}},
+		{"cert without client", `{` + base + `,"tenantId":"t","aadClientCertPath":"/c"}`, []string{"aadClientId: is required with aadClientCertPath"}},
+		{"sp without tenant", `{` + base + `,"aadClientId":"c","aadClientSecret":"x"}`, []string{"tenantId: is required"}},
+		{"wi without file", `{` + base + `,"tenantId":"t","aadClientId":"c","useFederatedWorkloadIdentityExtension":true}`, []string{"aadFederatedTokenFile: is required"}},
+		{"uami without mi", `{` + base + `,"userAssignedIdentityID":"abc"}`, []string{`userAssignedIdentityID: "abc"`}},
+		{"rm endpoint", `{` + base + `,"resourceManagerEndpoint":"ftp://x"}`, []string{`resourceManagerEndpoint: "ftp://x"`}},
+		{"service gateway partial", `{` + base + `,"serviceGatewayEnabled":true}`, []string{"serviceGatewayEnabled: "}},
+		{"multi-slb pool type", `{` + base + `,"multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p"}]}`, []string{"multipleStandardLoadBalancerConfigurations: cannot be used with loadBalancerBackendPoolConfigurationType"}},
+		{"multi-slb dup", `{` + base + `,"loadBalancerBackendPoolConfigurationType":"nodeIP","multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p"},{"name":"A","primaryVMSet":"p"}]}`,
+			[]string{`multipleStandardLoadBalancerConfigurations[1].name: "A" is used twice`, `multipleStandardLoadBalancerConfigurations[1].primaryVMSet: "p" is used twice`}},
+		{"multi-slb no vmset", `{` + base + `,"loadBalancerBackendPoolConfigurationType":"nodeIP","multipleStandardLoadBalancerConfigurations":[{"name":"a"}]}`, []string{"multipleStandardLoadBalancerConfigurations[0].primaryVMSet: is required"}},
+		{"two errors at once", `{` + base + `,"loadBalancerSku":"x","vmType":"y"}`, []string{"loadBalancerSku:", "vmType:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.json), noEnv)
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeErrorIsReported(t *testing.T) {
+	if _, err := Parse([]byte(`{"vmCacheTTLInSeconds":"sixty"}`), noEnv); err == nil || !strings.Contains(err.Error(), "decoding") {
+		t.Fatalf("want decoding error, got %v", err)
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	got, err := UnknownKeys([]byte(`{"subscriptionId":"s","LoadBalancerSKUs":"x","loadBalancerRateLimit":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "LoadBalancerSKUs" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestSecretsNeverPrinted(t *testing.T) {
+	c, err := Parse([]byte(minimal+"\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AADClientCertPassword = "pfx-password"
+	var sb strings.Builder
+	logger := slog.New(slog.NewTextHandler(&sb, nil))
+	logger.Info("config", "cfg", c, "secret", c.AADClientSecret)
+	outputs := []string{
+		fmt.Sprintf("%v", c), fmt.Sprintf("%+v", *c), fmt.Sprintf("%#v", *c), c.String(),
+		fmt.Sprint(c.MarshalLog()), sb.String(), fmt.Sprintf("%s", c.AADClientSecret),
+	}
+	for i, out := range outputs {
+		if strings.Contains(out, "s3cr3t-value") || strings.Contains(out, "pfx-password") {
+			t.Errorf("output %d leaks a secret: %s", i, out)
+		}
+	}
+	if !strings.Contains(c.String(), redacted) {
+		t.Errorf("expected %q in %s", redacted, c.String())
+	}
+	if c.AADClientSecret.Value() != "s3cr3t-value" {
+		t.Errorf("Value() must return the secret")
+	}
+}
+
+func TestResolveEnvironmentPresets(t *testing.T) {
+	for cloudName, wantARM := range map[string]string{
+		"":                  "https://management.azure.com/",
+		"AzureChinaCloud":   "https://management.chinacloudapi.cn",
+		"AZUREUSGOVERNMENT": "https://management.usgovcloudapi.net",
+	} {
+		c := &Config{Cloud: cloudName}
+		env, err := ResolveEnvironment(context.Background(), c, noEnv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(env.ResourceManagerEndpoint, wantARM) || env.TokenAudience == "" || env.ActiveDirectoryEndpoint == "" {
+			t.Errorf("cloud %q: %+v", cloudName, env)
+		}
+	}
+}
+
+func TestResolveEnvironmentStackFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "env.json")
+	if err := os.WriteFile(path, []byte(`{"name":"local","resourceManagerEndpoint":"https://127.0.0.1:8443/","tokenAudience":"https://aud/","activeDirectoryEndpoint":"https://127.0.0.1:8443/aad/"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Config{Cloud: "AzureStackCloud"}
+	env, err := ResolveEnvironment(context.Background(), c, func(k string) string {
+		if k == EnvEnvironmentFile {
+			return path
+		}
+		return ""
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Environment{Name: "local", ResourceManagerEndpoint: "https://127.0.0.1:8443/", TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://127.0.0.1:8443/aad/"}
+	if env != want {
+		t.Fatalf("got %+v want %+v", env, want)
+	}
+	if _, err := ResolveEnvironment(context.Background(), c, noEnv, nil); err == nil || !strings.Contains(err.Error(), EnvEnvironmentFile) {
+		t.Fatalf("want error naming %s, got %v", EnvEnvironmentFile, err)
+	}
+}
+
+func TestResolveEnvironmentMetadata(t *testing.T) {
+	var hits int
+	var body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		if r.URL.Path != "/metadata/endpoints" || r.URL.Query().Get("api-version") != "2019-05-01" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, body)
+	}))
+	defer srv.Close()
+
+	body = `[{"name":"Other","resourceManager":"https://other/","authentication":{"audiences":["https://o/"],"loginEndpoint":"https://login.other/"}},
+	         {"name":"AzureSim","resourceManager":"` + srv.URL + `/","authentication":{"audiences":["https://management.azsim/"],"loginEndpoint":"https://login.azsim/"}}]`
+	c := &Config{Cloud: "AzureSim", ResourceManagerEndpoint: srv.URL}
+	// An unknown cloud name is rejected by Validate but metadata lookup itself matches by name.
+	env, err := ResolveEnvironment(context.Background(), c, noEnv, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.ResourceManagerEndpoint != srv.URL+"/" || env.TokenAudience != "https://management.azsim/" || env.ActiveDirectoryEndpoint != "https://login.azsim/" {
+		t.Fatalf("got %+v", env)
+	}
+	if hits != 1 {
+		t.Fatalf("metadata fetched %d times, want 1", hits)
+	}
+
+	c.Cloud = "Missing"
+	if _, err := ResolveEnvironment(context.Background(), c, noEnv, srv.Client()); err == nil || !strings.Contains(err.Error(), `cloud "Missing"`) {
+		t.Fatalf("want mismatch error, got %v", err)
+	}
+	body = `[{"name":"x","resourceManager":"https://x/","authentication":{"audiences":[]}}]`
+	if _, err := ResolveEnvironment(context.Background(), c, noEnv, srv.Client()); err == nil || !strings.Contains(err.Error(), "audiences") {
+		t.Fatalf("want audiences error, got %v", err)
+	}
+}

@@ -1,0 +1,172 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Validate checks the configuration after SetDefaults. Every problem is reported, each naming
+// the key and the offending value, e.g. `loadBalancerSku: "Premium" is not one of basic,
+// standard, service`.
+func Validate(c *Config) error {
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	oneOf := func(key, v string, allowed ...string) {
+		if !slices.Contains(allowed, v) {
+			shown := make([]string, 0, len(allowed))
+			for _, a := range allowed {
+				if a != "" {
+					shown = append(shown, a)
+				}
+			}
+			bad(key, "%q is not one of %s", v, strings.Join(shown, ", "))
+		}
+	}
+
+	if c.SubscriptionID == "" {
+		bad("subscriptionId", "is required")
+	}
+	if c.ResourceGroup == "" {
+		bad("resourceGroup", "is required")
+	}
+	if c.Location == "" {
+		bad("location", "is required")
+	}
+	if normalizeCloudName(c.Cloud) == "" {
+		bad("cloud", "%q is not one of AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud, AzureStackCloud", c.Cloud)
+	}
+	oneOf("vmType", c.VMType, VMTypeStandard, VMTypeVMSS, VMTypeVMSSFlex)
+	oneOf("loadBalancerSku", c.LoadBalancerSKU, LoadBalancerSKUBasic, LoadBalancerSKUStandard, LoadBalancerSKUService)
+	oneOf("loadBalancerBackendPoolConfigurationType", c.LoadBalancerBackendPoolConfigurationType,
+		BackendPoolNodeIPConfiguration, BackendPoolNodeIP, BackendPoolPodIP)
+	oneOf("clusterServiceLoadBalancerHealthProbeMode", c.ClusterServiceLoadBalancerHealthProbeMode,
+		HealthProbeModeServiceNodePort, HealthProbeModeShared)
+	oneOf("preConfiguredBackendPoolLoadBalancerTypes", c.PreConfiguredBackendPoolLoadBalancerTypes,
+		"", "internal", "external", "all")
+	oneOf("cloudConfigType", c.CloudConfigType, "file", "secret", "merge")
+
+	if c.DisableAvailabilitySetNodes && c.VMType != VMTypeVMSS {
+		bad("disableAvailabilitySetNodes", "true is only valid with vmType vmss, not %q", c.VMType)
+	}
+	if c.DisableOutboundSNAT != nil && *c.DisableOutboundSNAT && c.LoadBalancerSKU == LoadBalancerSKUBasic {
+		bad("disableOutboundSNAT", "true is not allowed with loadBalancerSku basic")
+	}
+	if p := c.ClusterServiceSharedLoadBalancerHealthProbePort; p < 1 || p > 65535 {
+		bad("clusterServiceSharedLoadBalancerHealthProbePort", "%d is not a port (1-65535)", p)
+	}
+	if !strings.HasPrefix(c.ClusterServiceSharedLoadBalancerHealthProbePath, "/") {
+		bad("clusterServiceSharedLoadBalancerHealthProbePath", "%q must start with /", c.ClusterServiceSharedLoadBalancerHealthProbePath)
+	}
+	for key, v := range map[string]int{
+		"maximumLoadBalancerRuleCount":                   c.MaximumLoadBalancerRuleCount,
+		"putVMSSVMBatchSize":                             c.PutVMSSVMBatchSize,
+		"nodeInstanceNotFoundGracePeriodInSeconds":       c.NodeInstanceNotFoundGracePeriodInSeconds,
+		"routeUpdateIntervalInSeconds":                   c.RouteUpdateIntervalInSeconds,
+		"routeUpdateWaitingInSeconds":                    c.RouteUpdateWaitingInSeconds,
+		"loadBalancerBackendPoolUpdateIntervalInSeconds": c.LoadBalancerBackendPoolUpdateIntervalInSeconds,
+		"cloudProviderBackoffRetries":                    c.CloudProviderBackoffRetries,
+		"cloudProviderBackoffDuration":                   c.CloudProviderBackoffDuration,
+		"cloudProviderRateLimitBucket":                   c.CloudProviderRateLimitBucket,
+		"cloudProviderRateLimitBucketWrite":              c.CloudProviderRateLimitBucketWrite,
+		"vmCacheTTLInSeconds":                            c.VMCacheTTLInSeconds,
+		"loadBalancerCacheTTLInSeconds":                  c.LoadBalancerCacheTTLInSeconds,
+		"publicIPCacheTTLInSeconds":                      c.PublicIPCacheTTLInSeconds,
+		"nsgCacheTTLInSeconds":                           c.NsgCacheTTLInSeconds,
+		"routeTableCacheTTLInSeconds":                    c.RouteTableCacheTTLInSeconds,
+		"plsCacheTTLInSeconds":                           c.PlsCacheTTLInSeconds,
+		"availabilitySetsCacheTTLInSeconds":              c.AvailabilitySetsCacheTTLInSeconds,
+		"vmssCacheTTLInSeconds":                          c.VmssCacheTTLInSeconds,
+		"vmssVirtualMachinesCacheTTLInSeconds":           c.VmssVirtualMachinesCacheTTLInSeconds,
+		"vmssFlexCacheTTLInSeconds":                      c.VmssFlexCacheTTLInSeconds,
+		"vmssFlexVMCacheTTLInSeconds":                    c.VmssFlexVMCacheTTLInSeconds,
+		"nonVmssUniformNodesCacheTTLInSeconds":           c.NonVmssUniformNodesCacheTTLInSeconds,
+	} {
+		if v < 0 {
+			bad(key, "%d must not be negative", v)
+		}
+	}
+	if c.CloudProviderBackoffExponent < 0 {
+		bad("cloudProviderBackoffExponent", "%g must not be negative", c.CloudProviderBackoffExponent)
+	}
+	if c.CloudProviderBackoffJitter < 0 {
+		bad("cloudProviderBackoffJitter", "%g must not be negative", c.CloudProviderBackoffJitter)
+	}
+
+	// Credentials: a half-configured service principal is a mistake, not "no credentials".
+	if c.AADClientSecret != "" && c.AADClientID == "" && !c.UseManagedIdentityExtension {
+		bad("aadClientId", "is required with aadClientSecret")
+	}
+	if c.AADClientCertPath != "" && c.AADClientID == "" && !c.UseManagedIdentityExtension {
+		bad("aadClientId", "is required with aadClientCertPath")
+	}
+	if (c.AADClientSecret != "" || c.AADClientCertPath != "" || c.UseFederatedWorkloadIdentityExtension) &&
+		!c.UseManagedIdentityExtension && c.TenantID == "" {
+		bad("tenantId", "is required for service principal and workload identity login")
+	}
+	if c.UseFederatedWorkloadIdentityExtension && c.AADFederatedTokenFile == "" {
+		bad("aadFederatedTokenFile", "is required with useFederatedWorkloadIdentityExtension (or set AZURE_FEDERATED_TOKEN_FILE)")
+	}
+	if c.UserAssignedIdentityID != "" && !c.UseManagedIdentityExtension {
+		bad("userAssignedIdentityID", "%q is set but useManagedIdentityExtension is false", c.UserAssignedIdentityID)
+	}
+	if c.ResourceManagerEndpoint != "" && !strings.HasPrefix(c.ResourceManagerEndpoint, "https://") &&
+		!strings.HasPrefix(c.ResourceManagerEndpoint, "http://") {
+		bad("resourceManagerEndpoint", "%q is not an http(s) URL", c.ResourceManagerEndpoint)
+	}
+
+	// Service Gateway is all or nothing.
+	sg := []bool{c.ServiceGatewayEnabled, c.LoadBalancerBackendPoolConfigurationType == BackendPoolPodIP,
+		c.LoadBalancerSKU == LoadBalancerSKUService}
+	if slices.Contains(sg, true) && slices.Contains(sg, false) {
+		bad("serviceGatewayEnabled", "serviceGatewayEnabled=true, loadBalancerBackendPoolConfigurationType=podIP and loadBalancerSku=service must be set together (got %t, %q, %q)",
+			c.ServiceGatewayEnabled, c.LoadBalancerBackendPoolConfigurationType, c.LoadBalancerSKU)
+	}
+	if c.ServiceGatewayEnabled && len(c.MultipleStandardLoadBalancerConfigurations) > 0 {
+		bad("multipleStandardLoadBalancerConfigurations", "cannot be used with serviceGatewayEnabled")
+	}
+	if c.ServiceGatewayEnabled && c.EnableMigrateToIPBasedBackendPoolAPI {
+		bad("enableMigrateToIPBasedBackendPoolAPI", "cannot be used with serviceGatewayEnabled")
+	}
+
+	errs = append(errs, validateMultiSLB(c)...)
+	return errors.Join(errs...)
+}
+
+func validateMultiSLB(c *Config) []error {
+	if len(c.MultipleStandardLoadBalancerConfigurations) == 0 {
+		return nil
+	}
+	var errs []error
+	const key = "multipleStandardLoadBalancerConfigurations"
+	if c.LoadBalancerSKU != LoadBalancerSKUStandard {
+		errs = append(errs, fmt.Errorf("%s: requires loadBalancerSku standard, not %q", key, c.LoadBalancerSKU))
+	}
+	if c.LoadBalancerBackendPoolConfigurationType == BackendPoolNodeIPConfiguration {
+		errs = append(errs, fmt.Errorf("%s: cannot be used with loadBalancerBackendPoolConfigurationType %q (use nodeIP)",
+			key, c.LoadBalancerBackendPoolConfigurationType))
+	}
+	names, vmSets := map[string]bool{}, map[string]bool{}
+	for i, m := range c.MultipleStandardLoadBalancerConfigurations {
+		n := strings.ToLower(m.Name)
+		switch {
+		case n == "":
+			errs = append(errs, fmt.Errorf("%s[%d].name: is required", key, i))
+		case names[n]:
+			errs = append(errs, fmt.Errorf("%s[%d].name: %q is used twice", key, i, m.Name))
+		}
+		names[n] = true
+		v := strings.ToLower(m.PrimaryVMSet)
+		switch {
+		case v == "":
+			errs = append(errs, fmt.Errorf("%s[%d].primaryVMSet: is required (entry %q)", key, i, m.Name))
+		case vmSets[v]:
+			errs = append(errs, fmt.Errorf("%s[%d].primaryVMSet: %q is used twice", key, i, m.PrimaryVMSet))
+		}
+		vmSets[v] = true
+	}
+	return errs
+}
