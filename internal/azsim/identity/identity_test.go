@@ -1,0 +1,348 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/certs"
+)
+
+const tenant = "11111111-1111-1111-1111-111111111111"
+
+type fixture struct {
+	srv    *httptest.Server
+	svc    *Service
+	client *http.Client
+	cert   *x509.Certificate
+	key    *rsa.PrivateKey
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "sp"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+
+	creds := Credentials{
+		TenantID: tenant,
+		Clients: []Client{
+			{ClientID: "sp-secret", Secret: "s3cret"},
+			{ClientID: "sp-cert", CertificatePEM: string(certPEM)},
+			{ClientID: "sp-wi", Federated: true, FederatedSubject: "system:serviceaccount:kube-system:ccm"},
+		},
+		ManagedIdentities: []ManagedIdentity{
+			{ClientID: "mi-system", System: true},
+			{ClientID: "mi-user", ObjectID: "mi-user-oid", ResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/u"},
+		},
+		IdentityHeader: "hdr",
+	}
+	svc, err := New(creds, NewIssuer(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Issuer.Audiences = DefaultAudiences
+	mux := http.NewServeMux()
+	svc.Register(mux)
+	mux.HandleFunc("/protected", func(w http.ResponseWriter, r *http.Request) {
+		if err := svc.Issuer.Authorize(r); err != nil {
+			var ae *AuthError
+			if errors.As(err, &ae) {
+				ae.WriteTo(w)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	b, err := certs.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(mux)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{b.TLS}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: b.Pool()}}}
+	return &fixture{srv: srv, svc: svc, client: client, cert: cert, key: key}
+}
+
+func (f *fixture) clientOptions() azcore.ClientOptions {
+	return azcore.ClientOptions{
+		Cloud:     cloud.Configuration{ActiveDirectoryAuthorityHost: f.srv.URL + "/"},
+		Transport: f.client,
+	}
+}
+
+// callProtected presents a token to the validator.
+func (f *fixture) callProtected(t *testing.T, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/protected", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body.Error.Code
+}
+
+var armScope = policy.TokenRequestOptions{Scopes: []string{"https://management.azure.com//.default"}}
+
+func TestClientSecretCredential(t *testing.T) {
+	f := newFixture(t)
+	cred, err := azidentity.NewClientSecretCredential(tenant, "sp-secret", "s3cret",
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: f.clientOptions(), DisableInstanceDiscovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cred.GetToken(context.Background(), armScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Until(tok.ExpiresOn) < 50*time.Minute {
+		t.Errorf("token expires too soon: %v", tok.ExpiresOn)
+	}
+	if code, _ := f.callProtected(t, tok.Token); code != 200 {
+		t.Fatalf("valid token refused: %d", code)
+	}
+	var c Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok.Token, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.TenantID != tenant || c.AppID != "sp-secret" || c.Audience[0] != "https://management.azure.com/" {
+		t.Errorf("claims = %+v", c)
+	}
+
+	bad, _ := azidentity.NewClientSecretCredential(tenant, "sp-secret", "wrong",
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: f.clientOptions(), DisableInstanceDiscovery: true})
+	if _, err := bad.GetToken(context.Background(), armScope); err == nil || !strings.Contains(err.Error(), "invalid_client") {
+		t.Fatalf("wrong secret: err = %v", err)
+	}
+}
+
+func TestClientCertificateCredential(t *testing.T) {
+	f := newFixture(t)
+	cred, err := azidentity.NewClientCertificateCredential(tenant, "sp-cert", []*x509.Certificate{f.cert}, f.key,
+		&azidentity.ClientCertificateCredentialOptions{ClientOptions: f.clientOptions(), DisableInstanceDiscovery: true, SendCertificateChain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cred.GetToken(context.Background(), armScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := f.callProtected(t, tok.Token); code != 200 {
+		t.Fatalf("valid token refused: %d", code)
+	}
+	// A certificate the client was not registered with is refused.
+	otherKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(8), Subject: pkix.Name{CommonName: "other"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &otherKey.PublicKey, otherKey)
+	otherCert, _ := x509.ParseCertificate(der)
+	bad, err := azidentity.NewClientCertificateCredential(tenant, "sp-cert", []*x509.Certificate{otherCert}, otherKey,
+		&azidentity.ClientCertificateCredentialOptions{ClientOptions: f.clientOptions(), DisableInstanceDiscovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.GetToken(context.Background(), armScope); err == nil || !strings.Contains(err.Error(), "invalid_client") {
+		t.Fatalf("assertion from an unregistered certificate: err = %v", err)
+	}
+}
+
+func TestWorkloadIdentityCredential(t *testing.T) {
+	f := newFixture(t)
+	write := func(sub string) string {
+		tok, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
+			Issuer: "https://kubernetes.default.svc", Subject: sub, Audience: jwt.ClaimStrings{"api://AzureADTokenExchange"},
+			ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour)),
+		}).SignedString([]byte("cluster-key"))
+		p := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(p, []byte(tok), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("system:serviceaccount:kube-system:ccm")
+	cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+		ClientOptions: f.clientOptions(), ClientID: "sp-wi", TenantID: tenant, TokenFilePath: good, DisableInstanceDiscovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cred.GetToken(context.Background(), armScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := f.callProtected(t, tok.Token); code != 200 {
+		t.Fatalf("valid token refused: %d", code)
+	}
+	bad, _ := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+		ClientOptions: f.clientOptions(), ClientID: "sp-wi", TenantID: tenant, TokenFilePath: write("system:serviceaccount:default:other"), DisableInstanceDiscovery: true})
+	if _, err := bad.GetToken(context.Background(), armScope); err == nil {
+		t.Fatal("federated token with the wrong subject was accepted")
+	}
+}
+
+func TestAppServiceManagedIdentity(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("IDENTITY_ENDPOINT", f.srv.URL+"/msi/token")
+	t.Setenv("IDENTITY_HEADER", "hdr")
+	for _, tc := range []struct {
+		name string
+		id   azidentity.ManagedIDKind
+		want string
+	}{
+		{"system", nil, "mi-system"},
+		{"user by client id", azidentity.ClientID("mi-user"), "mi-user"},
+		{"user by object id", azidentity.ObjectID("mi-user-oid"), "mi-user"},
+		{"user by resource id", azidentity.ResourceID("/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/u"), "mi-user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ClientOptions: f.clientOptions(), ID: tc.id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := cred.GetToken(context.Background(), armScope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c Claims
+			if _, _, err := jwt.NewParser().ParseUnverified(tok.Token, &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.AppID != tc.want {
+				t.Errorf("appid = %q, want %q", c.AppID, tc.want)
+			}
+			if code, _ := f.callProtected(t, tok.Token); code != 200 {
+				t.Fatalf("valid token refused: %d", code)
+			}
+		})
+	}
+	// MSAL caches managed-identity tokens process-wide, so the refusals are checked on the wire.
+	for _, hdr := range []string{"", "wrong"} {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/msi/token?api-version=2019-08-01&resource=https://management.azure.com/", nil)
+		if hdr != "" {
+			req.Header.Set("X-IDENTITY-HEADER", hdr)
+		}
+		resp, err := f.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("identity header %q: status %d, want 401", hdr, resp.StatusCode)
+		}
+	}
+}
+
+func TestAuthorizeRefusals(t *testing.T) {
+	f := newFixture(t)
+	iss := f.svc.Issuer
+	expired := *iss
+	expired.Now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
+	oldTok, _, _ := expired.Issue("x", tenant, "a", "a", "https://management.azure.com/")
+	vaultTok, _, _ := iss.Issue("x", tenant, "a", "a", "https://vault.azure.net")
+	foreign, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{TenantID: tenant,
+		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour)), Audience: jwt.ClaimStrings{"https://management.azure.com/"}}}).SignedString([]byte("other key"))
+	for _, tc := range []struct{ name, token, code string }{
+		{"missing", "", "AuthenticationFailed"},
+		{"garbage", "not-a-jwt", "InvalidAuthenticationToken"},
+		{"foreign key", foreign, "InvalidAuthenticationToken"},
+		{"expired", oldTok, "ExpiredAuthenticationToken"},
+		{"wrong audience", vaultTok, "InvalidAuthenticationToken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, code := f.callProtected(t, tc.token)
+			if status != 401 || code != tc.code {
+				t.Errorf("got %d %s, want 401 %s", status, code, tc.code)
+			}
+		})
+	}
+}
+
+func TestMetadataEndpointsAndDiscovery(t *testing.T) {
+	f := newFixture(t)
+	resp, err := f.client.Get(f.srv.URL + "/metadata/endpoints?api-version=2019-05-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clouds []struct {
+		Name            string
+		ResourceManager string
+		Authentication  struct {
+			LoginEndpoint string
+			Audiences     []string
+		}
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&clouds)
+	resp.Body.Close()
+	if len(clouds) != 1 || clouds[0].Name != "AzureCloud" || clouds[0].ResourceManager != f.srv.URL+"/" ||
+		clouds[0].Authentication.LoginEndpoint != f.srv.URL+"/" || len(clouds[0].Authentication.Audiences) != 2 {
+		t.Fatalf("metadata = %+v", clouds)
+	}
+
+	resp, err = f.client.Get(f.srv.URL + "/common/discovery/instance?api-version=1.1&authorization_endpoint=" + f.srv.URL + "/" + tenant + "/oauth2/v2.0/authorize")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var disc struct {
+		TenantDiscoveryEndpoint string `json:"tenant_discovery_endpoint"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&disc)
+	resp.Body.Close()
+	if disc.TenantDiscoveryEndpoint != f.srv.URL+"/"+tenant+"/v2.0/.well-known/openid-configuration" {
+		t.Fatalf("discovery = %+v", disc)
+	}
+}
+
+func TestResourceFromScope(t *testing.T) {
+	for _, tc := range []struct {
+		scope, want string
+		ok          bool
+	}{
+		{"https://management.azure.com//.default openid offline_access profile", "https://management.azure.com/", true},
+		{"openid https://management.core.windows.net/.default", "https://management.core.windows.net", true},
+		{"openid profile", "", false},
+		{"/.default", "", false},
+	} {
+		got, ok := resourceFromScope(tc.scope)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("resourceFromScope(%q) = %q, %v", tc.scope, got, ok)
+		}
+	}
+}
