@@ -1,0 +1,123 @@
+package middleware
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Count is the number of requests with one (method, resource type, status).
+type Count struct {
+	Method       string `json:"method"`
+	ResourceType string `json:"resourceType"`
+	Class        Class  `json:"class"`
+	Status       int    `json:"status"`
+	Count        int64  `json:"count"`
+}
+
+// Stats is the counters' JSON form.
+type Stats struct {
+	Requests []Count `json:"requests"`
+	// Throttled counts 429s from the throttling model; Faults counts requests hit by a rule.
+	Throttled int64 `json:"throttled"`
+	Faults    int64 `json:"faults"`
+}
+
+type countKey struct {
+	method, typ string
+	status      int
+}
+
+type counters struct {
+	mu        sync.Mutex
+	counts    map[countKey]*Count
+	throttled int64
+	faults    int64
+
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	throttl  prometheus.Counter
+	faultsC  prometheus.Counter
+}
+
+func newCounters() *counters {
+	c := &counters{counts: map[countKey]*Count{}, registry: prometheus.NewRegistry()}
+	c.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "azsim_arm_requests_total", Help: "ARM requests served by azsim, by method, resource type, class and status.",
+	}, []string{"method", "resource_type", "class", "status"})
+	c.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "azsim_arm_request_duration_seconds", Help: "Time azsim took to answer ARM requests, including modelled latency.",
+		Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "resource_type", "class"})
+	c.throttl = prometheus.NewCounter(prometheus.CounterOpts{Name: "azsim_arm_throttled_total", Help: "Requests refused by the throttling model."})
+	c.faultsC = prometheus.NewCounter(prometheus.CounterOpts{Name: "azsim_arm_faults_total", Help: "Requests hit by a fault rule."})
+	c.registry.MustRegister(c.requests, c.latency, c.throttl, c.faultsC)
+	return c
+}
+
+func (c *counters) record(op Op, status int, took time.Duration) {
+	typ := op.ResourceType
+	if typ == "" {
+		typ = "other"
+	}
+	c.mu.Lock()
+	k := countKey{op.Method, strings.ToLower(typ), status}
+	cnt := c.counts[k]
+	if cnt == nil {
+		// The first spelling seen is the one reported.
+		cnt = &Count{Method: op.Method, ResourceType: typ, Class: op.Class, Status: status}
+		c.counts[k] = cnt
+	}
+	cnt.Count++
+	display := cnt.ResourceType
+	c.mu.Unlock()
+	c.requests.WithLabelValues(op.Method, display, string(op.Class), strconv.Itoa(status)).Inc()
+	c.latency.WithLabelValues(op.Method, display, string(op.Class)).Observe(took.Seconds())
+}
+
+func (c *counters) addThrottled() {
+	c.mu.Lock()
+	c.throttled++
+	c.mu.Unlock()
+	c.throttl.Inc()
+}
+
+func (c *counters) addFault() {
+	c.mu.Lock()
+	c.faults++
+	c.mu.Unlock()
+	c.faultsC.Inc()
+}
+
+func (c *counters) snapshot() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Stats{Requests: make([]Count, 0, len(c.counts)), Throttled: c.throttled, Faults: c.faults}
+	for _, v := range c.counts {
+		s.Requests = append(s.Requests, *v)
+	}
+	sort.Slice(s.Requests, func(i, j int) bool {
+		a, b := s.Requests[i], s.Requests[j]
+		if a.ResourceType != b.ResourceType {
+			return a.ResourceType < b.ResourceType
+		}
+		if a.Method != b.Method {
+			return a.Method < b.Method
+		}
+		return a.Status < b.Status
+	})
+	return s
+}
+
+// reset zeroes the JSON counters. Prometheus counters stay monotonic, as scrapers expect.
+func (c *counters) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = map[countKey]*Count{}
+	c.throttled, c.faults = 0, 0
+}
