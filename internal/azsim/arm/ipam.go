@@ -1,0 +1,199 @@
+package arm
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// ipam records which address of an address space is held by which owner. An
+// owner is a lower-cased resource ID (or a child ID such as a NIC ip
+// configuration); deleting a resource releases everything owned under it.
+type ipam struct {
+	// spaces: space name -> address -> owner key
+	Spaces map[string]map[string]string `json:"spaces"`
+}
+
+func newIPAM() *ipam { return &ipam{Spaces: map[string]map[string]string{}} }
+
+func (p *ipam) releaseUnder(ownerKey string) {
+	for _, sp := range p.Spaces {
+		for a, o := range sp {
+			if o == ownerKey || strings.HasPrefix(o, ownerKey+"/") {
+				delete(sp, a)
+			}
+		}
+	}
+}
+
+// IPRange is an address range an allocation can draw from.
+type IPRange struct {
+	Prefix netip.Prefix
+	// SkipLow / SkipHigh exclude addresses at the start / end of the prefix
+	// (Azure subnets reserve the first 4 and the last address).
+	SkipLow, SkipHigh int
+}
+
+// ReserveIP reserves an address in a named space for owner (an ID). With want
+// set, that exact address is reserved (it must lie in one of the ranges and be
+// free or already held by the same owner); otherwise the lowest free address of
+// the first range with room is used. If owner already holds an address in the
+// space within the ranges and want is empty, that address is returned (so
+// re-PUTs keep their dynamic IPs).
+func (tx *Tx) ReserveIP(space string, ranges []IPRange, owner, want string) (string, error) {
+	p := tx.e.ipam
+	sp := p.Spaces[space]
+	if sp == nil {
+		sp = map[string]string{}
+		p.Spaces[space] = sp
+	}
+	ok := KeyOf(owner)
+	inRanges := func(a netip.Addr) bool {
+		for _, r := range ranges {
+			if r.Prefix.Contains(a) && usable(r, a) {
+				return true
+			}
+		}
+		return false
+	}
+	if want != "" {
+		a, err := netip.ParseAddr(want)
+		if err != nil {
+			return "", BadRequest("InvalidRequestFormat", "Cannot parse the IP address '%s'.", want)
+		}
+		if !inRanges(a) {
+			return "", BadRequest("PrivateIPAddressNotInSubnet", "IP address %s does not belong to the address range of the target.", want)
+		}
+		if cur, held := sp[a.String()]; held && cur != ok {
+			return "", BadRequest("PrivateIPAddressInUse", "IP configuration %s is using the private IP address %s which is already allocated to resource %s.", owner, want, cur)
+		}
+		// Drop any other address this owner held in the space.
+		for addr, o := range sp {
+			if o == ok && addr != a.String() {
+				delete(sp, addr)
+			}
+		}
+		sp[a.String()] = ok
+		return a.String(), nil
+	}
+	for addr, o := range sp {
+		if o == ok {
+			if a, err := netip.ParseAddr(addr); err == nil && inRanges(a) {
+				return addr, nil
+			}
+			delete(sp, addr)
+		}
+	}
+	for _, r := range ranges {
+		if a, found := firstFree(r, sp); found {
+			sp[a.String()] = ok
+			return a.String(), nil
+		}
+	}
+	return "", Errorf(http.StatusBadRequest, "SubnetIsFull", "No free IP address is available in the address space for %s.", owner)
+}
+
+// ReleaseIP frees whatever the owner (exact key) holds in a space.
+func (tx *Tx) ReleaseIP(space, owner string) {
+	ok := KeyOf(owner)
+	for addr, o := range tx.e.ipam.Spaces[space] {
+		if o == ok {
+			delete(tx.e.ipam.Spaces[space], addr)
+		}
+	}
+}
+
+// ReleaseIPsExcept frees reservations held by owners under ownerPrefix (an ID)
+// that are not in keep (IDs). Handlers call it after a full-replacement PUT so
+// that removed ip configurations give their addresses back.
+func (tx *Tx) ReleaseIPsExcept(ownerPrefix string, keep []string) {
+	pk := KeyOf(ownerPrefix)
+	km := map[string]bool{}
+	for _, k := range keep {
+		km[KeyOf(k)] = true
+	}
+	for _, sp := range tx.e.ipam.Spaces {
+		for addr, o := range sp {
+			if (o == pk || strings.HasPrefix(o, pk+"/")) && !km[o] {
+				delete(sp, addr)
+			}
+		}
+	}
+}
+
+// IPOwner returns the owner key of an address in a space.
+func (tx *Tx) IPOwner(space, addr string) (string, bool) {
+	o, ok := tx.e.ipam.Spaces[space][addr]
+	return o, ok
+}
+
+// IPsInSpace lists the reserved addresses of a space (sorted), for tests and the control API.
+func (tx *Tx) IPsInSpace(space string) []string {
+	var out []string
+	for a := range tx.e.ipam.Spaces[space] {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func usable(r IPRange, a netip.Addr) bool {
+	first := r.Prefix.Masked().Addr()
+	if idx := offset(first, a); idx < uint64(r.SkipLow) {
+		return false
+	}
+	bits := a.BitLen() - r.Prefix.Bits()
+	if bits < 63 {
+		size := uint64(1) << bits
+		if offset(first, a) >= size-uint64(r.SkipHigh) {
+			return false
+		}
+	}
+	return true
+}
+
+// offset is a-first for addresses in the same prefix (saturating at 2^64).
+func offset(first, a netip.Addr) uint64 {
+	fb, ab := first.As16(), a.As16()
+	// Upper half differences only occur for huge IPv6 prefixes; treat as far away.
+	for i := 0; i < 8; i++ {
+		if ab[i] != fb[i] {
+			return ^uint64(0)
+		}
+	}
+	var f, x uint64
+	for i := 8; i < 16; i++ {
+		f = f<<8 | uint64(fb[i])
+		x = x<<8 | uint64(ab[i])
+	}
+	return x - f
+}
+
+func firstFree(r IPRange, used map[string]string) (netip.Addr, bool) {
+	a := r.Prefix.Masked().Addr()
+	for i := 0; i < r.SkipLow; i++ {
+		a = a.Next()
+	}
+	const maxScan = 1 << 20
+	for n := 0; n < maxScan && a.IsValid() && r.Prefix.Contains(a); n++ {
+		if !usable(r, a) {
+			return netip.Addr{}, false
+		}
+		if _, taken := used[a.String()]; !taken {
+			return a, true
+		}
+		a = a.Next()
+	}
+	return netip.Addr{}, false
+}
+
+// ParseRange is a helper for handlers: a CIDR string with Azure's subnet reservations.
+func ParseRange(cidr string, skipLow, skipHigh int) (IPRange, error) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(cidr))
+	if err != nil {
+		return IPRange{}, fmt.Errorf("invalid address prefix %q", cidr)
+	}
+	return IPRange{Prefix: p.Masked(), SkipLow: skipLow, SkipHigh: skipHigh}, nil
+}

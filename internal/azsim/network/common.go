@@ -1,0 +1,75 @@
+package network
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
+)
+
+// normalize round-trips a document through its SDK model: wrong JSON types
+// become 400 InvalidRequestFormat, unknown fields are dropped (as ARM does),
+// and the stored shape is exactly the SDK's.
+func normalize(w *arm.Write, model any) error {
+	if err := arm.ToModel(w.Doc, model); err != nil {
+		return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: %v", err)
+	}
+	doc, err := arm.FromModel(model)
+	if err != nil {
+		return arm.Errorf(http.StatusInternalServerError, "InternalServerError", "%v", err)
+	}
+	w.Doc = doc
+	return nil
+}
+
+func equalFoldLoc(a, b string) bool {
+	n := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, " ", "")) }
+	return n(a) == n(b)
+}
+
+// keepResourceGUID carries resourceGuid over from the old document or creates one.
+func keepResourceGUID(w *arm.Write) {
+	p := arm.Props(w.Doc)
+	if w.Old != nil {
+		if g := arm.Str(w.Old, "properties", "resourceGuid"); g != "" {
+			p["resourceGuid"] = g
+			return
+		}
+	}
+	p["resourceGuid"] = arm.NewGUID()
+}
+
+// requireRef checks that a referenced resource (top-level or child) exists.
+func requireRef(tx *arm.Tx, ref, referrer string) error {
+	if ref == "" {
+		return nil
+	}
+	if !tx.Exists(ref) {
+		return arm.InvalidReference(ref, referrer)
+	}
+	return nil
+}
+
+// refID returns doc[path...].id.
+func refID(doc map[string]any, path ...string) string {
+	return arm.Str(doc, append(path, "id")...)
+}
+
+// childItems returns properties[field] of a document.
+func childItems(doc map[string]any, field string) []map[string]any {
+	return arm.Arr(doc, "properties", field)
+}
+
+// setRO sets a read-only array of references, or removes it when empty.
+func setRefs(props map[string]any, key string, ids []string) {
+	if len(ids) == 0 {
+		delete(props, key)
+		return
+	}
+	props[key] = arm.Refs(ids)
+}
+
+// inUse is NRP's generic "still referenced" error.
+func inUse(code, what, id string, by []string) error {
+	return arm.BadRequest(code, "%s %s is in use by %s and cannot be deleted.", what, id, strings.Join(by, ", "))
+}

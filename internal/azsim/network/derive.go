@@ -1,0 +1,238 @@
+package network
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
+)
+
+// IPConfiguration is an ip configuration that lives outside Microsoft.Network
+// documents (e.g. a scale-set VM's NIC ip configuration, owned by compute) but
+// must show in pools' backendIPConfigurations, subnets' ipConfigurations and
+// public IPs' ipConfiguration.
+type IPConfiguration struct {
+	ID                string // e.g. …/virtualMachineScaleSets/s/virtualMachines/0/networkInterfaces/n/ipConfigurations/ipc
+	SubnetID          string
+	PrivateIP         string
+	PublicIPID        string
+	PoolIDs           []string // backend address pool IDs
+	InboundNatRuleIDs []string
+}
+
+// IPConfigSource lists external ip configurations; it runs under the engine
+// lock inside the network deriver.
+type IPConfigSource func(tx *arm.Tx) []IPConfiguration
+
+var (
+	sourcesMu sync.Mutex
+	sources   = map[*arm.Engine][]IPConfigSource{}
+)
+
+// AddIPConfigSource registers an external source of ip configurations (compute
+// calls this for scale-set VMs). The deriver runs after every write, so a
+// source's output is reflected as soon as its documents change.
+func AddIPConfigSource(e *arm.Engine, src IPConfigSource) {
+	sourcesMu.Lock()
+	defer sourcesMu.Unlock()
+	sources[e] = append(sources[e], src)
+}
+
+func sourcesOf(tx *arm.Tx) []IPConfigSource {
+	sourcesMu.Lock()
+	defer sourcesMu.Unlock()
+	return append([]IPConfigSource(nil), sources[tx.Engine()]...)
+}
+
+// nicIPConfigurations lists the ip configurations of standalone NICs.
+func nicIPConfigurations(tx *arm.Tx) []IPConfiguration {
+	var out []IPConfiguration
+	for _, nic := range tx.List(ns+"networkInterfaces", "") {
+		for _, ipc := range childItems(nic, "ipConfigurations") {
+			p := arm.Props(ipc)
+			out = append(out, IPConfiguration{
+				ID:                arm.Str(ipc, "id"),
+				SubnetID:          refID(p, "subnet"),
+				PrivateIP:         arm.Str(p, "privateIPAddress"),
+				PublicIPID:        refID(p, "publicIPAddress"),
+				PoolIDs:           arm.RefIDs(p, "loadBalancerBackendAddressPools"),
+				InboundNatRuleIDs: arm.RefIDs(p, "loadBalancerInboundNatRules"),
+			})
+		}
+	}
+	return out
+}
+
+// AllIPConfigurations returns NIC ip configurations plus those of every registered source.
+func AllIPConfigurations(tx *arm.Tx) []IPConfiguration {
+	all := nicIPConfigurations(tx)
+	for _, s := range sourcesOf(tx) {
+		all = append(all, s(tx)...)
+	}
+	return all
+}
+
+// index maps lower-cased target IDs to sorted, de-duplicated referrer IDs.
+type index map[string][]string
+
+func (ix index) add(target, referrer string) {
+	if target == "" || referrer == "" {
+		return
+	}
+	ix[arm.KeyOf(target)] = append(ix[arm.KeyOf(target)], referrer)
+}
+
+func (ix index) get(target string) []string {
+	ids := ix[arm.KeyOf(target)]
+	sort.Slice(ids, func(i, j int) bool { return strings.ToLower(ids[i]) < strings.ToLower(ids[j]) })
+	out := ids[:0:0]
+	for i, id := range ids {
+		if i == 0 || !strings.EqualFold(id, ids[i-1]) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// derive recomputes every cross-resource read-only field. It is the single
+// place where back-references are maintained; it only touches documents
+// whose derived fields actually change (tx.Update renews etags only then).
+func derive(tx *arm.Tx, changed []string) {
+	relevant := false
+	for _, k := range changed {
+		if strings.Contains(k, "/providers/microsoft.") || strings.Contains(k, "/resourcegroups/") {
+			relevant = true
+			break
+		}
+	}
+	if !relevant {
+		return
+	}
+	ipcs := AllIPConfigurations(tx)
+	subnetIPC, poolIPC, pipIPC, natRuleIPC := index{}, index{}, index{}, index{}
+	for _, c := range ipcs {
+		subnetIPC.add(c.SubnetID, c.ID)
+		pipIPC.add(c.PublicIPID, c.ID)
+		for _, p := range c.PoolIDs {
+			poolIPC.add(p, c.ID)
+		}
+		for _, r := range c.InboundNatRuleIDs {
+			natRuleIPC.add(r, c.ID)
+		}
+	}
+	nsgSubnets, nsgNICs, rtSubnets, natSubnets, pipNat := index{}, index{}, index{}, index{}, index{}
+	for _, vnet := range tx.List(ns+"virtualNetworks", "") {
+		for _, sn := range childItems(vnet, "subnets") {
+			p := arm.Props(sn)
+			nsgSubnets.add(refID(p, "networkSecurityGroup"), arm.Str(sn, "id"))
+			rtSubnets.add(refID(p, "routeTable"), arm.Str(sn, "id"))
+			natSubnets.add(refID(p, "natGateway"), arm.Str(sn, "id"))
+		}
+	}
+	for _, nic := range tx.List(ns+"networkInterfaces", "") {
+		nsgNICs.add(refID(arm.Props(nic), "networkSecurityGroup"), arm.Str(nic, "id"))
+	}
+	for _, lb := range tx.List(ns+"loadBalancers", "") {
+		for _, fe := range childItems(lb, "frontendIPConfigurations") {
+			p := arm.Props(fe)
+			subnetIPC.add(refID(p, "subnet"), arm.Str(fe, "id"))
+			pipIPC.add(refID(p, "publicIPAddress"), arm.Str(fe, "id"))
+		}
+	}
+	for _, ng := range tx.List(ns+"natGateways", "") {
+		for _, pip := range arm.RefIDs(arm.Props(ng), "publicIpAddresses") {
+			pipNat.add(pip, arm.Str(ng, "id"))
+		}
+		for _, pip := range arm.RefIDs(arm.Props(ng), "publicIpAddressesV6") {
+			pipNat.add(pip, arm.Str(ng, "id"))
+		}
+	}
+
+	for _, vnet := range tx.List(ns+"virtualNetworks", "") {
+		_ = tx.Update(arm.Str(vnet, "id"), func(doc map[string]any) error {
+			for _, sn := range childItems(doc, "subnets") {
+				setRefs(arm.Props(sn), "ipConfigurations", subnetIPC.get(arm.Str(sn, "id")))
+			}
+			return nil
+		})
+	}
+	for _, nsg := range tx.List(ns+"networkSecurityGroups", "") {
+		id := arm.Str(nsg, "id")
+		_ = tx.Update(id, func(doc map[string]any) error {
+			setRefs(arm.Props(doc), "subnets", nsgSubnets.get(id))
+			setRefs(arm.Props(doc), "networkInterfaces", nsgNICs.get(id))
+			return nil
+		})
+	}
+	for _, rt := range tx.List(ns+"routeTables", "") {
+		id := arm.Str(rt, "id")
+		_ = tx.Update(id, func(doc map[string]any) error {
+			setRefs(arm.Props(doc), "subnets", rtSubnets.get(id))
+			return nil
+		})
+	}
+	for _, ng := range tx.List(ns+"natGateways", "") {
+		id := arm.Str(ng, "id")
+		_ = tx.Update(id, func(doc map[string]any) error {
+			setRefs(arm.Props(doc), "subnets", natSubnets.get(id))
+			return nil
+		})
+	}
+	for _, pip := range tx.List(ns+"publicIPAddresses", "") {
+		id := arm.Str(pip, "id")
+		_ = tx.Update(id, func(doc map[string]any) error {
+			p := arm.Props(doc)
+			if refs := pipIPC.get(id); len(refs) > 0 {
+				p["ipConfiguration"] = map[string]any{"id": refs[0]}
+			} else {
+				delete(p, "ipConfiguration")
+			}
+			if refs := pipNat.get(id); len(refs) > 0 {
+				p["natGateway"] = map[string]any{"id": refs[0]}
+			} else {
+				delete(p, "natGateway")
+			}
+			return nil
+		})
+	}
+	for _, lb := range tx.List(ns+"loadBalancers", "") {
+		_ = tx.Update(arm.Str(lb, "id"), func(doc map[string]any) error {
+			for _, pool := range childItems(doc, "backendAddressPools") {
+				setRefs(arm.Props(pool), "backendIPConfigurations", poolIPC.get(arm.Str(pool, "id")))
+			}
+			for _, r := range childItems(doc, "inboundNatRules") {
+				if refs := natRuleIPC.get(arm.Str(r, "id")); len(refs) > 0 {
+					arm.Props(r)["backendIPConfiguration"] = map[string]any{"id": refs[0]}
+				} else {
+					delete(arm.Props(r), "backendIPConfiguration")
+				}
+			}
+			return nil
+		})
+	}
+}
+
+func numberOf(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+func jsonNum(v any) string {
+	switch n := v.(type) {
+	case json.Number:
+		return n.String()
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}

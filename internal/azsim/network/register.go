@@ -1,0 +1,60 @@
+// Package network holds azsim's Microsoft.Network resource types and resource
+// groups (Microsoft.Resources) as arm.TypeSpec values, plus the cross-resource
+// derivations (back-references, pool memberships) and the private/public IP
+// allocation that the compute handlers reuse.
+package network
+
+import (
+	"net/http"
+	"regexp"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
+)
+
+const ns = "Microsoft.Network/"
+
+// Register adds resource groups and every Microsoft.Network type to the engine,
+// and installs the network deriver.
+func Register(e *arm.Engine) {
+	e.Register(resourceGroupSpec())
+	e.Register(
+		arm.TypeSpec{Type: ns + "virtualNetworks", APIVersions: arm.NetworkAPIVersions, Prepare: prepareVNet, BeforeDelete: beforeDeleteVNet},
+		arm.TypeSpec{Type: ns + "virtualNetworks/subnets"},
+		arm.TypeSpec{Type: ns + "networkSecurityGroups", APIVersions: arm.NetworkAPIVersions, Prepare: prepareNSG, BeforeDelete: beforeDeleteNSG},
+		arm.TypeSpec{Type: ns + "networkSecurityGroups/securityRules"},
+		arm.TypeSpec{Type: ns + "networkSecurityGroups/defaultSecurityRules"},
+		arm.TypeSpec{Type: ns + "routeTables", APIVersions: arm.NetworkAPIVersions, Prepare: prepareRouteTable, BeforeDelete: beforeDeleteRouteTable},
+		arm.TypeSpec{Type: ns + "routeTables/routes"},
+	)
+	e.AddDeriver(derive)
+}
+
+var rgNamePattern = regexp.MustCompile(`^[-\w\._\(\)]*[-\w_\(\)]$`)
+
+func resourceGroupSpec() arm.TypeSpec {
+	return arm.TypeSpec{
+		Type:         arm.ResourceGroupsNamespace + "/resourceGroups",
+		APIVersions:  arm.ResourcesAPIVersions,
+		ETag:         arm.ETagNone,
+		PutLRO:       arm.LRONone,
+		DeleteLRO:    arm.LROLocation,
+		DeleteStatus: http.StatusAccepted,
+		NamePattern:  rgNamePattern,
+		NameMaxLen:   90,
+		Prepare: func(tx *arm.Tx, w *arm.Write) error {
+			// Keep only what ARM keeps for a group.
+			doc := map[string]any{}
+			for _, k := range []string{"id", "name", "type", "location", "tags", "managedBy"} {
+				if v, ok := w.Doc[k]; ok {
+					doc[k] = v
+				}
+			}
+			if w.Old != nil && arm.Str(w.Old, "location") != "" && !equalFoldLoc(arm.Str(w.Old, "location"), arm.Str(doc, "location")) {
+				return arm.Errorf(http.StatusConflict, "InvalidResourceGroupLocation",
+					"Invalid resource group location '%s'. The Resource group already exists in location '%s'.", arm.Str(doc, "location"), arm.Str(w.Old, "location"))
+			}
+			w.Doc = doc
+			return nil
+		},
+	}
+}
