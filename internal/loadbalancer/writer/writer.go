@@ -1,0 +1,350 @@
+// Package writer is a group-commit writer for one Azure resource. Every change to the resource
+// (from any controller) is a Mutation submitted to the resource's Writer. The writer batches all
+// pending mutations into one read-modify-write: read (from its cache while fresh), apply every
+// mutation in order, PUT once with If-Match, on 412 re-read and re-apply, then report each
+// mutation's own result. N concurrent changes cost one PUT, and no writer overwrites another.
+package writer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// Store reads and writes one resource. Implementations wrap an ARM client (LB, NSG, PIP, backend
+// pool …) or a fake in tests.
+type Store[T any] interface {
+	// Get returns the resource and its ETag, or (nil, "", nil) when it does not exist.
+	Get(ctx context.Context) (*T, string, error)
+	// Put writes obj conditionally on etag (If-Match; "" means the resource is being created)
+	// and returns the stored resource and its new ETag.
+	Put(ctx context.Context, obj *T, etag string) (*T, string, error)
+	// Delete removes the resource conditionally on etag.
+	Delete(ctx context.Context, etag string) error
+}
+
+// Mutation changes the resource model. cur is a private copy (nil when the resource does not
+// exist); the mutation may edit it in place and return it, return a new value, or return nil to
+// ask for the resource to be deleted. A mutation that returns an error is rolled back and fails
+// alone. Mutations may run more than once (after a 412), so they must be functions of their input.
+type Mutation[T any] func(cur *T) (*T, error)
+
+// ErrPreconditionFailed can be returned by a Store to signal an ETag mismatch.
+var ErrPreconditionFailed = errors.New("precondition failed (etag mismatch)")
+
+// Options tune a Writer; zero values give the defaults.
+type Options[T any] struct {
+	// Clone deep-copies a model; default: a JSON round trip (SDK models marshal every field).
+	Clone func(*T) *T
+	// Equal decides whether a batch changed anything; default: JSON equality. Equal batches write
+	// nothing, so steady-state reconciles cost no ARM write.
+	Equal func(a, b *T) bool
+	// CacheTTL is how long the last read or written model is reused without a GET. 0 disables the
+	// cache. A stale cache is harmless (the PUT fails with 412 and the batch is re-read) but costs
+	// a round trip.
+	CacheTTL time.Duration
+	// MaxAttempts bounds read-apply-write rounds of one batch on 412 (default 5).
+	MaxAttempts int
+	// IsPreconditionFailed recognises an ETag mismatch; default: ErrPreconditionFailed or an
+	// azcore.ResponseError with status 412.
+	IsPreconditionFailed func(error) bool
+	// Timeout bounds one batch's ARM calls (default 5 minutes). Batches do not inherit a caller's
+	// context because they serve many callers.
+	Timeout time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+type result[T any] struct {
+	obj *T
+	err error
+}
+
+type request[T any] struct {
+	ctx  context.Context
+	m    Mutation[T]
+	done chan result[T]
+}
+
+// Writer serialises all changes to one resource through group commit.
+type Writer[T any] struct {
+	store Store[T]
+	opts  Options[T]
+
+	mu        sync.Mutex
+	pending   []*request[T]
+	running   bool
+	cached    bool
+	cache     *T
+	cacheETag string
+	cacheAt   time.Time
+	stats     Stats
+}
+
+// Stats counts a writer's ARM traffic (for tests and metrics).
+type Stats struct {
+	Batches, Gets, Puts, Deletes, Conflicts int
+}
+
+// New returns a writer for the resource behind store.
+func New[T any](store Store[T], opts Options[T]) *Writer[T] {
+	if opts.Clone == nil {
+		opts.Clone = jsonClone[T]
+	}
+	if opts.Equal == nil {
+		opts.Equal = jsonEqual[T]
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 5
+	}
+	if opts.IsPreconditionFailed == nil {
+		opts.IsPreconditionFailed = IsPreconditionFailed
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Writer[T]{store: store, opts: opts}
+}
+
+// IsPreconditionFailed reports whether err is an ETag mismatch.
+func IsPreconditionFailed(err error) bool {
+	if errors.Is(err, ErrPreconditionFailed) {
+		return true
+	}
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
+}
+
+// Submit queues m and blocks until the batch holding it is committed. It returns the resource as
+// stored after that batch (shared between the batch's callers: read it, do not modify it; nil if
+// the resource was deleted or does not exist) and m's own error, or the write's error.
+func (w *Writer[T]) Submit(ctx context.Context, m Mutation[T]) (*T, error) {
+	r := &request[T]{ctx: ctx, m: m, done: make(chan result[T], 1)}
+	w.mu.Lock()
+	w.pending = append(w.pending, r)
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+	w.mu.Unlock()
+	select {
+	case res := <-r.done:
+		return res.obj, res.err
+	case <-ctx.Done():
+		// The mutation may still be applied if its batch was already taken; the caller re-reconciles.
+		return nil, ctx.Err()
+	}
+}
+
+// Invalidate drops the cached model so the next batch reads the resource again.
+func (w *Writer[T]) Invalidate() {
+	w.mu.Lock()
+	w.cached = false
+	w.cache = nil
+	w.mu.Unlock()
+}
+
+// Pending is the number of queued, not yet batched mutations.
+func (w *Writer[T]) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending)
+}
+
+// Stats returns the writer's counters.
+func (w *Writer[T]) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+func (w *Writer[T]) run() {
+	for {
+		w.mu.Lock()
+		if len(w.pending) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.stats.Batches++
+		w.mu.Unlock()
+		w.commit()
+	}
+}
+
+// drain takes the queued requests, answering those whose caller already gave up.
+func (w *Writer[T]) drain() []*request[T] {
+	w.mu.Lock()
+	batch := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- result[T]{err: err}
+			continue
+		}
+		live = append(live, r)
+	}
+	return live
+}
+
+// commit runs one batch. The read happens before the batch is taken, so every mutation submitted
+// while the read is in flight joins this batch: the read latency is the batching window.
+func (w *Writer[T]) commit() {
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.Timeout)
+	defer cancel()
+
+	var batch []*request[T]
+	for attempt := 1; ; attempt++ {
+		cur, etag, err := w.read(ctx)
+		batch = append(batch, w.drain()...)
+		if err != nil {
+			w.finish(batch, nil, nil, fmt.Errorf("read: %w", err))
+			return
+		}
+		if len(batch) == 0 {
+			return
+		}
+		work := w.opts.Clone(cur)
+		errs := make([]error, len(batch))
+		for i, r := range batch {
+			snapshot := w.opts.Clone(work)
+			next, err := apply(r.m, work)
+			if err != nil {
+				errs[i] = err
+				work = snapshot
+				continue
+			}
+			work = next
+		}
+
+		stored, err := w.write(ctx, cur, work, etag)
+		if err != nil && w.opts.IsPreconditionFailed(err) && attempt < w.opts.MaxAttempts {
+			continue // re-read and re-apply the whole batch (plus anything queued meanwhile)
+		}
+		w.finish(batch, errs, stored, err)
+		return
+	}
+}
+
+// apply runs one mutation, turning a panic into that mutation's error.
+func apply[T any](m Mutation[T], cur *T) (next *T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("mutation panicked: %v", p)
+		}
+	}()
+	return m(cur)
+}
+
+func (w *Writer[T]) read(ctx context.Context) (*T, string, error) {
+	w.mu.Lock()
+	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
+		obj, etag := w.opts.Clone(w.cache), w.cacheETag
+		w.mu.Unlock()
+		return obj, etag, nil
+	}
+	w.stats.Gets++
+	w.mu.Unlock()
+	obj, etag, err := w.store.Get(ctx)
+	if err != nil {
+		w.Invalidate()
+		return nil, "", err
+	}
+	w.remember(obj, etag)
+	return w.opts.Clone(obj), etag, nil
+}
+
+func (w *Writer[T]) remember(obj *T, etag string) {
+	w.mu.Lock()
+	w.cached, w.cache, w.cacheETag, w.cacheAt = true, w.opts.Clone(obj), etag, w.opts.Now()
+	w.mu.Unlock()
+}
+
+// write persists work if it differs from cur and returns the stored model.
+func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag string) (*T, error) {
+	switch {
+	case (cur == nil && work == nil) || (cur != nil && work != nil && w.opts.Equal(cur, work)):
+		return cur, nil
+	case work == nil:
+		w.count(func(s *Stats) { s.Deletes++ })
+		if err := w.store.Delete(ctx, etag); err != nil {
+			w.failed(err)
+			return nil, fmt.Errorf("delete: %w", err)
+		}
+		w.remember(nil, "")
+		return nil, nil
+	default:
+		w.count(func(s *Stats) { s.Puts++ })
+		stored, newETag, err := w.store.Put(ctx, work, etag)
+		if err != nil {
+			w.failed(err)
+			return nil, fmt.Errorf("put: %w", err)
+		}
+		w.remember(stored, newETag)
+		return stored, nil
+	}
+}
+
+func (w *Writer[T]) failed(err error) {
+	if w.opts.IsPreconditionFailed(err) {
+		w.count(func(s *Stats) { s.Conflicts++ })
+	}
+	w.Invalidate()
+}
+
+func (w *Writer[T]) count(f func(*Stats)) {
+	w.mu.Lock()
+	f(&w.stats)
+	w.mu.Unlock()
+}
+
+// finish answers every request: its own mutation error, else the batch's write error.
+func (w *Writer[T]) finish(batch []*request[T], errs []error, stored *T, writeErr error) {
+	var shared *T
+	if writeErr == nil && stored != nil {
+		shared = w.opts.Clone(stored)
+	}
+	for i, r := range batch {
+		res := result[T]{obj: shared, err: writeErr}
+		if errs != nil && errs[i] != nil {
+			res = result[T]{err: errs[i]}
+		}
+		r.done <- res
+	}
+}
+
+func jsonClone[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("writer: cannot clone %T: %v", v, err))
+	}
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(fmt.Sprintf("writer: cannot clone %T: %v", v, err))
+	}
+	return out
+}
+
+func jsonEqual[T any](a, b *T) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	if errA != nil || errB != nil {
+		return reflect.DeepEqual(a, b)
+	}
+	return string(ja) == string(jb)
+}
