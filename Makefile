@@ -8,7 +8,8 @@ BIN := $(CURDIR)/_output/bin
 TOOLS_BIN := $(CURDIR)/_output/tools/bin
 export AZURE_CCM_TOOLS_BIN := $(TOOLS_BIN)
 
-BINARIES := azure-cloud-controller-manager azure-cloud-node-manager azsim
+# Every cmd/<name> that has Go files yet (binaries land as the project grows).
+CMDS := $(sort $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))
 
 .PHONY: all build tools test test-unit test-integration test-e2e demo down lint fmt bench chaos clean
 
@@ -16,11 +17,12 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(if $(CMDS),$(GO) build -o $(BIN)/ $(addprefix ./,$(CMDS)),@echo "no commands to build yet")
 
 tools:
 	hack/install-tools.sh
 
+# Everything CI runs: tools, binaries, then unit, integration and e2e suites.
 test: tools build
 	hack/test.sh
 
@@ -28,10 +30,11 @@ test-unit:
 	$(GO) test -count=1 ./cmd/... ./internal/...
 
 test-integration: tools build
-	$(GO) test -count=1 -timeout 20m ./test/framework/... ./test/integration/...
+	$(GO) test -count=1 -timeout 10m ./test/framework/... ./test/integration/...
 
+# One e2e test: make test-e2e E2E_RUN=TestName
 test-e2e: tools build
-	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+	$(GO) test -count=1 -timeout 30m $(if $(E2E_RUN),-run '$(E2E_RUN)' -v) ./test/e2e/...
 
 demo: tools build
 	hack/demo.sh up
@@ -52,4 +55,5 @@ chaos: tools build
 	hack/chaos.sh
 
 clean:
+	hack/demo.sh down || true
 	rm -rf _output

@@ -1,0 +1,164 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KCMDisabledControllers are the kube-controller-manager loops that belong to a cloud
+// controller manager. kube-controller-manager runs with --cloud-provider=external, so these
+// would not act anyway; they are also switched off by name so that the CCM under test is the
+// only writer of Service status, routes and cloud node lifecycle.
+var KCMDisabledControllers = []string{
+	"service-lb-controller",
+	"node-route-controller",
+	"cloud-node-lifecycle-controller",
+}
+
+// ClusterOptions shape one kwokctl cluster.
+type ClusterOptions struct {
+	// Name is the kwokctl cluster name; unique per run so processes can be told apart.
+	Name string
+	// WorkDir is KWOK_WORKDIR: kwokctl keeps its config, pids, logs and pki under it.
+	WorkDir string
+	// Kubeconfig is where kwokctl writes the admin kubeconfig (never ~/.kube/config).
+	Kubeconfig  string
+	Tools       Tools
+	KubeVersion string
+	// ExtraArgs are added to the defaults, each "component=flag=value".
+	ExtraArgs []string
+	// Wait bounds kwokctl's own wait for the cluster to be ready.
+	Wait time.Duration
+}
+
+// createClusterArgs is the kwokctl command line for o: the binary runtime with every binary
+// given explicitly, so kwokctl never tries to download anything.
+func createClusterArgs(o ClusterOptions) []string {
+	wait := o.Wait
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	args := []string{
+		"create", "cluster",
+		"--name=" + o.Name,
+		"--runtime=binary",
+		"--kubeconfig=" + o.Kubeconfig,
+		"--etcd-binary=" + o.Tools.Etcd,
+		"--kube-apiserver-binary=" + o.Tools.KubeAPIServer,
+		"--kube-controller-manager-binary=" + o.Tools.KubeControllerManager,
+		"--kube-scheduler-binary=" + o.Tools.KubeScheduler,
+		"--kwok-controller-binary=" + o.Tools.Kwok,
+		"--quiet-pull",
+		"--wait=" + wait.String(),
+	}
+	if o.KubeVersion != "" {
+		args = append(args, "--kube-version="+o.KubeVersion)
+	}
+	args = append(args,
+		"--extra-args=kube-controller-manager=cloud-provider=external",
+		"--extra-args=kube-controller-manager=controllers="+kcmControllers(KCMDisabledControllers),
+	)
+	for _, a := range o.ExtraArgs {
+		args = append(args, "--extra-args="+a)
+	}
+	return args
+}
+
+// kcmControllers is the --controllers value: every default controller but the disabled ones.
+func kcmControllers(disabled []string) string {
+	parts := []string{"*"}
+	for _, d := range disabled {
+		parts = append(parts, "-"+d)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Cluster is a running kwokctl cluster.
+type Cluster struct {
+	ClusterOptions
+}
+
+// kwokctlEnv isolates kwokctl in WorkDir: its config, cache and clusters stay in the temp dir.
+func (c *Cluster) kwokctlEnv() []string {
+	return append(os.Environ(), "KWOK_WORKDIR="+c.WorkDir)
+}
+
+func (c *Cluster) kwokctl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, c.Tools.Kwokctl, args...)
+	cmd.Env = c.kwokctlEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		return out.Bytes(), fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args[:min(2, len(args))], " "), err, out.String())
+	}
+	return out.Bytes(), nil
+}
+
+// CreateCluster runs `kwokctl create cluster`. On error the half-created cluster is deleted.
+func CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	c := &Cluster{ClusterOptions: o}
+	if _, err := c.kwokctl(ctx, createClusterArgs(o)...); err != nil {
+		delCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = c.Delete(delCtx)
+		return nil, err
+	}
+	return c, nil
+}
+
+// Dir is kwokctl's directory for this cluster (pids, logs, pki, bin).
+func (c *Cluster) Dir() string { return filepath.Join(c.WorkDir, "clusters", c.Name) }
+
+// Delete stops every component with `kwokctl delete cluster`, then kills whatever a pid file
+// still names, so that a failed delete cannot leak processes.
+func (c *Cluster) Delete(ctx context.Context) error {
+	_, err := c.kwokctl(ctx, "delete", "cluster", "--name="+c.Name, "--kubeconfig="+c.Kubeconfig)
+	for _, pid := range c.componentPIDs() {
+		if processAlive(pid) {
+			_ = killGroupOrProcess(pid, 5*time.Second)
+		}
+	}
+	return err
+}
+
+// componentPIDs reads kwokctl's pid files. Each component runs in its own session.
+func (c *Cluster) componentPIDs() []int {
+	files, _ := filepath.Glob(filepath.Join(c.Dir(), "pids", "*.pid"))
+	var pids []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// CopyLogs copies the component logs into dir (used when a test fails).
+func (c *Cluster) CopyLogs(dir string) error {
+	files, _ := filepath.Glob(filepath.Join(c.Dir(), "logs", "*.log"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

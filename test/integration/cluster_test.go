@@ -1,0 +1,51 @@
+// Package integration checks the local test cluster itself: a real control plane whose nodes
+// and pods KWOK simulates.
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+// TestPodRunsOnSimulatedNode registers a node the way a kubelet would, schedules a pod and
+// waits for it to be Running on that node.
+func TestPodRunsOnSimulatedNode(t *testing.T) {
+	env := framework.Start(t, framework.Options{NoAzure: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// No CCM runs here, so the node is created already initialized (no uninitialized taint).
+	env.CreateNodes(framework.NodeOptions{Initialized: true}, framework.Machine{
+		NodeName: "node-0", ProviderID: "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/node-0",
+		InternalIPs: []string{"10.240.0.4"},
+	})
+	env.WaitFor("node-0 Ready", env.NodeReady("node-0"), time.Minute)
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if _, err := env.Kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitFor("pod web Running", env.PodRunning("default", "web"), time.Minute)
+
+	got, err := env.Kube.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.NodeName != "node-0" {
+		t.Errorf("pod scheduled on %q, want node-0", got.Spec.NodeName)
+	}
+	if got.Status.PodIP == "" {
+		t.Error("kwok gave the pod no IP")
+	}
+}
