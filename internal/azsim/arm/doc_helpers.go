@@ -191,3 +191,29 @@ func jsonEqual(a, b any) bool {
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
+
+// PrivatePrefix marks top-level document keys that hold emulator-private state
+// (e.g. a service gateway's address locations). They are stored and
+// snapshotted but never sent to clients.
+const PrivatePrefix = "_azsim"
+
+// publicDoc hides private keys (shallow copy only when there are any).
+func publicDoc(doc map[string]any) map[string]any {
+	has := false
+	for k := range doc {
+		if strings.HasPrefix(k, PrivatePrefix) {
+			has = true
+			break
+		}
+	}
+	if !has {
+		return doc
+	}
+	out := make(map[string]any, len(doc))
+	for k, v := range doc {
+		if !strings.HasPrefix(k, PrivatePrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}

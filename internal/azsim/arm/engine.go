@@ -206,7 +206,7 @@ func (e *Engine) GetResource(id string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	b, err := json.Marshal(doc)
+	b, err := json.Marshal(publicDoc(doc))
 	return b, err == nil
 }
 
@@ -218,7 +218,7 @@ func (e *Engine) ListResources(resourceType string) [][]byte {
 	e.advance()
 	var out [][]byte
 	for _, r := range e.sorted(resourceType, "") {
-		if b, err := json.Marshal(r.Doc); err == nil {
+		if b, err := json.Marshal(publicDoc(r.Doc)); err == nil {
 			out = append(out, b)
 		}
 	}

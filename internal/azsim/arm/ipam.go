@@ -197,3 +197,19 @@ func ParseRange(cidr string, skipLow, skipHigh int) (IPRange, error) {
 	}
 	return IPRange{Prefix: p.Masked(), SkipLow: skipLow, SkipHigh: skipHigh}, nil
 }
+
+// Reserve records addr in space for owner without range checks (block
+// reservations such as public IP prefixes). It fails if another owner holds it.
+func (tx *Tx) Reserve(space, addr, owner string) error {
+	sp := tx.e.ipam.Spaces[space]
+	if sp == nil {
+		sp = map[string]string{}
+		tx.e.ipam.Spaces[space] = sp
+	}
+	ok := KeyOf(owner)
+	if cur, held := sp[addr]; held && cur != ok {
+		return BadRequest("IPAddressInUse", "Address %s is already allocated to %s.", addr, cur)
+	}
+	sp[addr] = ok
+	return nil
+}

@@ -62,7 +62,7 @@ func (e *Engine) serveList(tx *Tx, w http.ResponseWriter, r *http.Request, spec 
 	}
 	page := listPage{Value: make([]any, 0, end-start)}
 	for _, it := range items[start:end] {
-		page.Value = append(page.Value, it)
+		page.Value = append(page.Value, publicDoc(it))
 	}
 	if end < len(items) {
 		q := url.Values{}

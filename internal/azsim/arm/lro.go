@@ -255,7 +255,7 @@ func (e *Engine) serveOperation(w http.ResponseWriter, r *http.Request, opID str
 			w.WriteHeader(http.StatusAccepted)
 		case "Succeeded":
 			if res := e.res[op.ResourceKey]; res != nil && op.Kind != opDelete {
-				writeJSON(w, http.StatusOK, res.Doc)
+				writeJSON(w, http.StatusOK, publicDoc(res.Doc))
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)

@@ -67,7 +67,7 @@ func (e *Engine) serveGet(w http.ResponseWriter, r *http.Request, id ResourceID)
 	if et, _ := res.Doc["etag"].(string); et != "" {
 		w.Header().Set("ETag", et)
 	}
-	writeJSON(w, http.StatusOK, res.Doc)
+	writeJSON(w, http.StatusOK, publicDoc(res.Doc))
 	return nil
 }
 
@@ -200,7 +200,7 @@ func (e *Engine) write(tx *Tx, w http.ResponseWriter, r *http.Request, spec *Typ
 	if et, _ := respDoc["etag"].(string); et != "" {
 		w.Header().Set("ETag", et)
 	}
-	writeJSON(w, status, respDoc)
+	writeJSON(w, status, publicDoc(respDoc))
 	return nil
 }
 
@@ -244,7 +244,7 @@ func (e *Engine) servePatch(tx *Tx, w http.ResponseWriter, r *http.Request, spec
 	e.finish(old)
 	tx.changed[old.ID.Key()] = true
 	w.Header().Set("ETag", Str(old.Doc, "etag"))
-	writeJSON(w, http.StatusOK, old.Doc)
+	writeJSON(w, http.StatusOK, publicDoc(old.Doc))
 	return nil
 }
 

@@ -189,6 +189,7 @@ func derive(tx *arm.Tx, changed []string) {
 			} else {
 				delete(p, "ipConfiguration")
 			}
+			assignDynamicIP(tx, id, doc)
 			if refs := pipNat.get(id); len(refs) > 0 {
 				p["natGateway"] = map[string]any{"id": refs[0]}
 			} else {
@@ -234,5 +235,23 @@ func jsonNum(v any) string {
 	default:
 		b, _ := json.Marshal(v)
 		return string(b)
+	}
+}
+
+// assignDynamicIP gives a Dynamic public IP an address while it is associated
+// and takes it back when it is not (Basic SKU semantics).
+func assignDynamicIP(tx *arm.Tx, id string, doc map[string]any) {
+	p := arm.Props(doc)
+	if !strings.EqualFold(arm.Str(p, "publicIPAllocationMethod"), "Dynamic") {
+		return
+	}
+	space, ranges := publicSpace(isV6(doc))
+	if arm.Str(p, "ipConfiguration", "id") == "" {
+		tx.ReleaseIP(space, id)
+		delete(p, "ipAddress")
+		return
+	}
+	if ip, err := tx.ReserveIP(space, ranges, id, ""); err == nil {
+		p["ipAddress"] = ip
 	}
 }

@@ -25,6 +25,20 @@ func Register(e *arm.Engine) {
 		arm.TypeSpec{Type: ns + "networkSecurityGroups/defaultSecurityRules"},
 		arm.TypeSpec{Type: ns + "routeTables", APIVersions: arm.NetworkAPIVersions, Prepare: prepareRouteTable, BeforeDelete: beforeDeleteRouteTable},
 		arm.TypeSpec{Type: ns + "routeTables/routes"},
+		arm.TypeSpec{Type: ns + "publicIPAddresses", APIVersions: arm.NetworkAPIVersions, Prepare: preparePublicIP, BeforeDelete: beforeDeletePublicIP},
+		arm.TypeSpec{Type: ns + "publicIPPrefixes", APIVersions: arm.NetworkAPIVersions, Prepare: preparePublicIPPrefix, BeforeDelete: beforeDeletePublicIPPrefix},
+		arm.TypeSpec{Type: ns + "loadBalancers", APIVersions: arm.NetworkAPIVersions, Prepare: prepareLoadBalancer, BeforeDelete: beforeDeleteLoadBalancer},
+		arm.TypeSpec{Type: ns + "loadBalancers/frontendIPConfigurations"},
+		arm.TypeSpec{Type: ns + "loadBalancers/backendAddressPools"},
+		arm.TypeSpec{Type: ns + "loadBalancers/loadBalancingRules"},
+		arm.TypeSpec{Type: ns + "loadBalancers/probes"},
+		arm.TypeSpec{Type: ns + "loadBalancers/inboundNatRules"},
+		arm.TypeSpec{Type: ns + "loadBalancers/outboundRules"},
+		arm.TypeSpec{Type: ns + "loadBalancers/inboundNatPools"},
+		arm.TypeSpec{Type: ns + "networkInterfaces", APIVersions: arm.NetworkAPIVersions, Prepare: prepareInterface, BeforeDelete: beforeDeleteInterface},
+		arm.TypeSpec{Type: ns + "networkInterfaces/ipConfigurations"},
+		arm.TypeSpec{Type: ns + "natGateways", APIVersions: arm.NetworkAPIVersions, Prepare: prepareNatGateway, BeforeDelete: beforeDeleteNatGateway},
+		serviceGatewaySpec(e),
 	)
 	e.AddDeriver(derive)
 }
