@@ -304,3 +304,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// AppServiceTokenHandler serves the App Service managed-identity protocol, for mounting on
+// another listener (azsim also serves it at /msi/token on the HTTPS one).
+func (s *Service) AppServiceTokenHandler() http.Handler { return http.HandlerFunc(s.appServiceToken) }

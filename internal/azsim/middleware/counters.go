@@ -121,3 +121,42 @@ func (c *counters) reset() {
 	c.counts = map[countKey]*Count{}
 	c.throttled, c.faults = 0, 0
 }
+
+// Sum adds the counts of requests that match: empty method or resource type match any
+// (resource types compare as in fault rules), status 0 matches any.
+func (s Stats) Sum(method, resourceType string, status int) int64 {
+	var n int64
+	for _, c := range s.Requests {
+		if (method == "" || strings.EqualFold(method, c.Method)) && typeMatches(resourceType, c.ResourceType) &&
+			(status == 0 || status == c.Status) {
+			n += c.Count
+		}
+	}
+	return n
+}
+
+// ByClass adds the counts of one operation class for a resource type ("" = any).
+func (s Stats) ByClass(class Class, resourceType string) int64 {
+	var n int64
+	for _, c := range s.Requests {
+		if c.Class == class && typeMatches(resourceType, c.ResourceType) {
+			n += c.Count
+		}
+	}
+	return n
+}
+
+// Writes counts PUT and PATCH requests for a resource type ("" = any), whatever their status.
+func (s Stats) Writes(resourceType string) int64 { return s.ByClass(Write, resourceType) }
+
+// Reads counts GET/HEAD requests for a resource type.
+func (s Stats) Reads(resourceType string) int64 { return s.ByClass(Read, resourceType) }
+
+// Deletes counts DELETE requests for a resource type.
+func (s Stats) Deletes(resourceType string) int64 { return s.ByClass(Delete, resourceType) }
+
+// Actions counts POST requests for a resource type.
+func (s Stats) Actions(resourceType string) int64 { return s.ByClass(Action, resourceType) }
+
+// Total counts every request.
+func (s Stats) Total() int64 { return s.Sum("", "", 0) }

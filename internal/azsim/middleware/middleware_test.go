@@ -279,3 +279,31 @@ func TestAuthorize(t *testing.T) {
 		}
 	}
 }
+
+func TestStatsHelpers(t *testing.T) {
+	s := Stats{Requests: []Count{
+		{Method: "PUT", ResourceType: "Microsoft.Network/loadBalancers", Class: Write, Status: 200, Count: 3},
+		{Method: "PUT", ResourceType: "Microsoft.Network/loadBalancers", Class: Write, Status: 412, Count: 1},
+		{Method: "PATCH", ResourceType: "Microsoft.Network/publicIPAddresses", Class: Write, Status: 200, Count: 2},
+		{Method: "GET", ResourceType: "Microsoft.Network/loadBalancers", Class: Read, Status: 200, Count: 5},
+		{Method: "DELETE", ResourceType: "Microsoft.Network/publicIPAddresses", Class: Delete, Status: 202, Count: 1},
+		{Method: "POST", ResourceType: "Microsoft.Compute/virtualMachineScaleSets", Class: Action, Status: 202, Count: 4},
+	}}
+	for _, tc := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"writes lb", s.Writes("loadBalancers"), 4},
+		{"writes all", s.Writes(""), 6},
+		{"reads lb", s.Reads("Microsoft.Network/loadBalancers"), 5},
+		{"deletes pip", s.Deletes("publicIPAddresses"), 1},
+		{"actions", s.Actions(""), 4},
+		{"412s", s.Sum("", "", 412), 1},
+		{"PUT lb 200", s.Sum("put", "loadbalancers", 200), 3},
+		{"total", s.Total(), 16},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %d, want %d", tc.name, tc.got, tc.want)
+		}
+	}
+}

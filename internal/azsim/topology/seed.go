@@ -185,3 +185,10 @@ func (c *caller) list(ctx context.Context, pathQuery string) ([]json.RawMessage,
 }
 
 func nextPath(s string) string { return pathQuery(s) }
+
+// Do sends one ARM request to h in-process and waits for its operation, as Seed does for
+// each planned request. It is what the control API uses for VM actions.
+func Do(ctx context.Context, h http.Handler, method, path, apiVersion string, body map[string]any, opts SeedOptions) error {
+	c := &caller{h: h, opts: opts}
+	return c.run(ctx, Request{Method: method, Path: path, APIVersion: apiVersion, Body: body})
+}
