@@ -298,4 +298,3 @@ func TestManagedIdentityAndMetadata(t *testing.T) {
 		t.Errorf("subscriptions = %+v", subs)
 	}
 }
-
