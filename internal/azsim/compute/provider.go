@@ -30,18 +30,24 @@ func (l Location) display() string {
 	return l.Name
 }
 
+// ResourceType is one entry of a provider document.
+type ResourceType struct {
+	Name        string // e.g. "virtualMachines"
+	APIVersions []string
+}
+
 // ProviderDocument renders GET /subscriptions/{sub}/providers/{namespace}: the
 // resource types with their locations and, for zonal regions, zoneMappings.
 // The CCM's zone client reads zoneMappings of each resource type.
-func ProviderDocument(subscription, namespace string, types []string, apiVersions []string, locs []Location) *armresources.Provider {
+func ProviderDocument(subscription, namespace string, types []ResourceType, locs []Location) *armresources.Provider {
 	p := &armresources.Provider{
 		ID:                to.Ptr("/subscriptions/" + subscription + "/providers/" + namespace),
 		Namespace:         to.Ptr(namespace),
 		RegistrationState: to.Ptr("Registered"),
 	}
 	for _, t := range types {
-		rt := &armresources.ProviderResourceType{ResourceType: to.Ptr(t)}
-		for _, v := range apiVersions {
+		rt := &armresources.ProviderResourceType{ResourceType: to.Ptr(t.Name)}
+		for _, v := range t.APIVersions {
 			rt.APIVersions = append(rt.APIVersions, to.Ptr(v))
 		}
 		for _, l := range locs {

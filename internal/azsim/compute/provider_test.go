@@ -7,7 +7,7 @@ import (
 )
 
 func TestProviderDocument(t *testing.T) {
-	p := ProviderDocument("sub", "Microsoft.Compute", []string{"virtualMachines", "disks"}, []string{"2025-04-01"}, DefaultLocations())
+	p := ProviderDocument("sub", "Microsoft.Compute", []ResourceType{{"virtualMachines", []string{"2025-04-01"}}, {"disks", nil}}, DefaultLocations())
 	raw, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
@@ -19,6 +19,7 @@ func TestProviderDocument(t *testing.T) {
 		`"locations":["East US","West US"]`,
 		`"zoneMappings":[{"location":"East US","zones":["1","2","3"]}]`,
 		`"registrationState":"Registered"`,
+		`"apiVersions":["2025-04-01"]`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("provider document lacks %s: %s", want, s)
@@ -27,7 +28,7 @@ func TestProviderDocument(t *testing.T) {
 	if len(p.ResourceTypes) != 2 {
 		t.Errorf("resource types: %d", len(p.ResourceTypes))
 	}
-	noZones := ProviderDocument("sub", "Microsoft.Network", []string{"loadBalancers"}, nil, []Location{{Name: "westus"}})
+	noZones := ProviderDocument("sub", "Microsoft.Network", []ResourceType{{Name: "loadBalancers"}}, []Location{{Name: "westus"}})
 	if zm := noZones.ResourceTypes[0].ZoneMappings; zm == nil || len(zm) != 0 {
 		t.Errorf("non-zonal region must give an empty zoneMappings list, got %v", zm)
 	}

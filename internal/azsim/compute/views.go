@@ -266,7 +266,7 @@ func UniformNICs(vm *armcompute.VirtualMachineScaleSetVM, ips map[string]string)
 			ID:       to.Ptr(nicID),
 			Name:     nic.Name,
 			Location: vm.Location,
-			Etag:     to.Ptr(`W/"` + str(vm.Etag) + `"`),
+			Etag:     to.Ptr(`W/"` + strings.Trim(str(vm.Etag), `"`) + `"`),
 			Properties: &armnetwork.InterfacePropertiesFormat{
 				VirtualMachine:    &armnetwork.SubResource{ID: vm.ID},
 				ProvisioningState: to.Ptr(armnetwork.ProvisioningStateSucceeded),

@@ -1,0 +1,169 @@
+package compute
+
+import (
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/network"
+)
+
+// prepareVMSSVM handles PUT on an existing Uniform instance (the CCM's
+// partial body: location, etag, hardwareProfile, networkProfileConfiguration;
+// merged into the stored model by the engine). Instances are created only by
+// the scale set's capacity, so PUT on a missing one is 404.
+func (h *handler) prepareVMSSVM(tx *arm.Tx, w *arm.Write) error {
+	ssID, _ := w.ID.Parent()
+	if w.IsCreate() {
+		if _, ok := tx.Get(ssID.String()); !ok {
+			return arm.NotFoundTopLevel(ssID)
+		}
+		return arm.Errorf(http.StatusNotFound, "NotFound", "The entity was not found in this Azure location: instance %s of %s.", w.ID.Name(), ssID.String())
+	}
+	var vm, old armcompute.VirtualMachineScaleSetVM
+	if err := decode(w.Doc, &vm); err != nil {
+		return err
+	}
+	if err := decode(w.Old, &old); err != nil {
+		return err
+	}
+	// Identity, placement and runtime state are not the client's to change.
+	vm.Name, vm.InstanceID, vm.Zones, vm.SKU = old.Name, old.InstanceID, old.Zones, old.SKU
+	if vm.Properties == nil {
+		vm.Properties = &armcompute.VirtualMachineScaleSetVMProperties{}
+	}
+	op := old.Properties
+	vm.Properties.VMID, vm.Properties.TimeCreated, vm.Properties.InstanceView = op.VMID, op.TimeCreated, op.InstanceView
+	vm.Properties.OSProfile = op.OSProfile
+	vm.Properties.ModelDefinitionApplied = op.ModelDefinitionApplied
+	if err := checkScaleSetNetwork(tx, w.ID.String(), instanceIPConfigs(&vm)); err != nil {
+		return err
+	}
+	if err := checkDataDisks(tx, w.ID.String(), vm.Properties.StorageProfile); err != nil {
+		return err
+	}
+	SyncUniformNetworkProfile(&vm)
+	if err := allocateInstanceIPs(tx, &vm); err != nil {
+		return err
+	}
+	doc, err := encode(&vm)
+	if err != nil {
+		return err
+	}
+	w.Doc = doc
+	return nil
+}
+
+// afterDeleteVMSSVM lowers the scale set's capacity when an instance is
+// deleted on its own (DELETE or DeleteInstances), as Azure does.
+func (h *handler) afterDeleteVMSSVM(tx *arm.Tx, id arm.ResourceID, doc map[string]any) {
+	if h.scalingIn {
+		return
+	}
+	ssID, _ := id.Parent()
+	_ = tx.Update(ssID.String(), func(ss map[string]any) error {
+		if n, ok := numAt(ss, "sku", "capacity"); ok && n > 0 {
+			arm.Obj(ss, true, "sku")["capacity"] = n - 1
+		}
+		return nil
+	})
+}
+
+// ---- Network API views of instance NICs (api-version 2018-10-01) ----
+
+// instanceNICDocs renders the NICs of one stored instance document.
+func instanceNICDocs(tx *arm.Tx, doc map[string]any) ([]map[string]any, error) {
+	var vm armcompute.VirtualMachineScaleSetVM
+	if err := decode(doc, &vm); err != nil {
+		return nil, err
+	}
+	ips := map[string]string{}
+	for _, r := range instanceIPConfigs(&vm) {
+		if r.SubnetID == "" {
+			continue
+		}
+		// Idempotent: the owner keeps the address reserved when the
+		// instance was created or updated.
+		if ip, err := network.AllocatePrivateIP(tx, r.SubnetID, ipConfigID(str(vm.ID), r), ""); err == nil {
+			ips[IPKey(r.NIC, r.IPConfig)] = ip
+		}
+	}
+	var out []map[string]any
+	for _, nic := range UniformNICs(&vm, ips) {
+		d, err := encode(nic)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (h *handler) getInstanceNIC(tx *arm.Tx, id arm.ResourceID) (map[string]any, error) {
+	vmID, _ := id.Parent()
+	doc, ok := tx.Get(vmID.String())
+	if !ok {
+		return nil, arm.NotFoundChild(id.String())
+	}
+	nics, err := instanceNICDocs(tx, doc)
+	if err != nil {
+		return nil, err
+	}
+	if i := arm.FindByName(nics, id.Name()); i >= 0 {
+		return nics[i], nil
+	}
+	return nil, arm.NotFoundChild(id.String())
+}
+
+func (h *handler) listInstanceNICs(tx *arm.Tx, collection arm.ResourceID) ([]map[string]any, error) {
+	vmID, _ := collection.Parent()
+	doc, ok := tx.Get(vmID.String())
+	if !ok {
+		return nil, arm.NotFoundTopLevel(vmID)
+	}
+	return instanceNICDocs(tx, doc)
+}
+
+func (h *handler) listScaleSetNICs(tx *arm.Tx, collection arm.ResourceID) ([]map[string]any, error) {
+	ssID, _ := collection.Parent()
+	if _, ok := tx.Get(ssID.String()); !ok {
+		return nil, arm.NotFoundTopLevel(ssID)
+	}
+	var out []map[string]any
+	for _, d := range tx.List(TypeVMSSVM, ssID.String()) {
+		nics, err := instanceNICDocs(tx, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nics...)
+	}
+	return out, nil
+}
+
+// scaleSetIPConfigs feeds the ip configurations of every Uniform instance to
+// the network deriver, which lists them in the pools' backendIPConfigurations
+// and the subnets' ipConfigurations.
+func (h *handler) scaleSetIPConfigs(tx *arm.Tx) []network.IPConfiguration {
+	var out []network.IPConfiguration
+	for _, doc := range tx.List(TypeVMSSVM, "") {
+		vmID := arm.Str(doc, "id")
+		for _, nic := range arm.Arr(doc, "properties", "networkProfileConfiguration", "networkInterfaceConfigurations") {
+			for _, ipc := range arm.Arr(nic, "properties", "ipConfigurations") {
+				p := arm.Obj(ipc, false, "properties")
+				id := vmID + "/networkInterfaces/" + arm.Str(nic, "name") + "/ipConfigurations/" + arm.Str(ipc, "name")
+				c := network.IPConfiguration{
+					ID:       id,
+					SubnetID: arm.Str(p, "subnet", "id"),
+					PoolIDs:  arm.RefIDs(p, "loadBalancerBackendAddressPools"),
+				}
+				if c.SubnetID != "" {
+					if ip, err := network.AllocatePrivateIP(tx, c.SubnetID, id, ""); err == nil {
+						c.PrivateIP = ip
+					}
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
