@@ -31,12 +31,16 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 	if lb == nil {
 		lb = newLB(c, lbName)
 	}
+	if lb.Properties == nil {
+		lb.Properties = &armnetwork.LoadBalancerPropertiesFormat{}
+	}
 	props := lb.Properties
 	svcName := s.LBName()
 	dual := s.DualStack()
 
 	var (
 		usedFrontends = map[string]bool{}
+		usedBefore    = frontendsUsedBy(props, svcName)
 		wantRules     []ruleSpec
 		wantProbes    []probeSpec
 	)
@@ -122,7 +126,8 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 
 	// The service's frontends it no longer uses go, unless another service's rules still use them.
 	pruneFrontends(c, lbName, props, func(name string) bool {
-		return naming.OwnedByService(svcName, name) && !usedFrontends[strings.ToLower(name)]
+		n := strings.ToLower(name)
+		return (naming.OwnedByService(svcName, name) || usedBefore[n]) && !usedFrontends[n]
 	})
 	pruneSharedProbe(props)
 	return lb, nil
@@ -140,13 +145,17 @@ func RemoveService(lb *armnetwork.LoadBalancer, c *Cluster, svcLBName string) *a
 	}
 	props := lb.Properties
 	lbName := str(lb.Name)
+	usedBefore := frontendsUsedBy(props, svcLBName)
 	props.LoadBalancingRules = slices.DeleteFunc(props.LoadBalancingRules, func(r *armnetwork.LoadBalancingRule) bool {
 		return naming.OwnedByService(svcLBName, str(r.Name))
 	})
 	props.Probes = slices.DeleteFunc(props.Probes, func(p *armnetwork.Probe) bool {
 		return naming.OwnedByService(svcLBName, str(p.Name))
 	})
-	pruneFrontends(c, lbName, props, func(name string) bool { return naming.OwnedByService(svcLBName, name) })
+	// A secondary service (sharing another's IP) releases the frontend too once nothing uses it.
+	pruneFrontends(c, lbName, props, func(name string) bool {
+		return naming.OwnedByService(svcLBName, name) || usedBefore[strings.ToLower(name)]
+	})
 	pruneSharedProbe(props)
 	if len(props.FrontendIPConfigurations) == 0 {
 		return nil
@@ -178,16 +187,22 @@ func ServiceFrontends(lb *armnetwork.LoadBalancer, svcLBName string) []*armnetwo
 	if lb == nil || lb.Properties == nil {
 		return nil
 	}
-	used := map[string]bool{}
-	for _, r := range lb.Properties.LoadBalancingRules {
-		if naming.OwnedByService(svcLBName, str(r.Name)) && r.Properties != nil && r.Properties.FrontendIPConfiguration != nil {
-			used[strings.ToLower(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)))] = true
-		}
-	}
+	used := frontendsUsedBy(lb.Properties, svcLBName)
 	var out []*armnetwork.FrontendIPConfiguration
 	for _, f := range lb.Properties.FrontendIPConfigurations {
 		if used[strings.ToLower(str(f.Name))] || naming.OwnedByService(svcLBName, str(f.Name)) {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// frontendsUsedBy are the (lower-cased) frontend names the service's rules reference.
+func frontendsUsedBy(props *armnetwork.LoadBalancerPropertiesFormat, svcLBName string) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range props.LoadBalancingRules {
+		if naming.OwnedByService(svcLBName, str(r.Name)) && r.Properties != nil && r.Properties.FrontendIPConfiguration != nil {
+			out[strings.ToLower(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)))] = true
 		}
 	}
 	return out
