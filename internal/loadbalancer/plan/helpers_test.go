@@ -30,6 +30,8 @@ func cluster() *Cluster {
 		Zones: []string{"1", "2", "3"}}
 }
 
+type svcT = v1.Service
+
 type svcOpt func(*v1.Service)
 
 func withAnn(k, v string) svcOpt {
