@@ -15,18 +15,18 @@ import (
 
 // ruleWant is the expected shape of one rule.
 type ruleWant struct {
-	name        string
-	proto       armnetwork.TransportProtocol
-	fePort      int32
-	bePort      int32
-	floating    bool
-	tcpReset    any // nil or bool
-	idle        int32
-	dist        armnetwork.LoadDistribution
-	frontend    string // frontend name
-	pool        string
-	probe       string // probe name, "" for none
-	lbID        string
+	name     string
+	proto    armnetwork.TransportProtocol
+	fePort   int32
+	bePort   int32
+	floating bool
+	tcpReset any // nil or bool
+	idle     int32
+	dist     armnetwork.LoadDistribution
+	frontend string // frontend name
+	pool     string
+	probe    string // probe name, "" for none
+	lbID     string
 }
 
 type probeWant struct {
