@@ -243,3 +243,10 @@ func asAPIError(err error, target **APIError) bool {
 	}
 	return ok
 }
+
+// Latency returns the latency model.
+func (c *Client) Latency(ctx context.Context) (LatencyModel, error) {
+	var m LatencyModel
+	err := c.call(ctx, http.MethodGet, "/latency", nil, &m)
+	return m, err
+}

@@ -41,6 +41,8 @@ type Server struct {
 	url, imdsURL      string
 	client            *client.Client
 
+	seedResult *topology.Result
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -147,7 +149,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if opts.Topology != nil {
-		if _, err := s.Seed(ctx, opts.Topology); err != nil {
+		if s.seedResult, err = s.Seed(ctx, opts.Topology); err != nil {
 			return nil, err
 		}
 	}
@@ -333,6 +335,9 @@ func (s *Server) Info() control.Info {
 	return control.Info{URL: s.url, IMDSURL: s.imdsURL, CAFile: s.files.CA, SubscriptionID: s.opts.SubscriptionID,
 		TenantID: s.opts.Credentials.TenantID, Location: s.opts.Location}
 }
+
+// SeedResult is the result of seeding Options.Topology at start (nil without one).
+func (s *Server) SeedResult() *topology.Result { return s.seedResult }
 
 // URL is the HTTPS base (ARM, identity, control API), without trailing slash.
 func (s *Server) URL() string { return s.url }

@@ -47,7 +47,7 @@ type Machine struct {
 // Collect reads every machine of a normalized topology back from the engine.
 func Collect(ctx context.Context, h http.Handler, t *Topology, opts SeedOptions) (*Result, error) {
 	c := &caller{h: h, opts: opts}
-	res := &Result{SubscriptionID: t.SubscriptionID, Location: t.Location}
+	res := &Result{SubscriptionID: t.SubscriptionID, Location: t.Location, Machines: []Machine{}}
 	for _, s := range t.ScaleSets {
 		ssID := resID(t.SubscriptionID, s.ResourceGroup, "Microsoft.Compute/virtualMachineScaleSets", s.Name)
 		var ms []Machine
