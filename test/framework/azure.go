@@ -5,10 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 )
 
 // Azure is the azsim instance of an environment and the identity the CCM logs in with.
 type Azure struct {
+	// Server is the in-process azsim (faults, counters, VM actions, Seed).
+	Server *server.Server
+	// Control is azsim's control API client, the same a separate process would use.
+	Control *client.Client
 	// URL is azsim's ARM endpoint (also its login and metadata host); IMDSURL its instance
 	// metadata endpoint; CAFile the CA that signed its certificate.
 	URL, IMDSURL, CAFile string

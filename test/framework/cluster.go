@@ -12,11 +12,12 @@ import (
 	"time"
 )
 
-// KCMDisabledControllers are the kube-controller-manager loops that belong to a cloud
-// controller manager. kube-controller-manager runs with --cloud-provider=external, so these
-// would not act anyway; they are also switched off by name so that the CCM under test is the
-// only writer of Service status, routes and cloud node lifecycle.
-var KCMDisabledControllers = []string{
+// CloudControllers are the cloud loops older kube-controller-managers ran (service LB, routes,
+// cloud node lifecycle). The CCM under test must be their only owner. kube-controller-manager
+// v1.37 no longer has them (its --controllers list names none; TestKCMHasNoCloudLoops checks
+// the built binary), so the cluster runs it with --cloud-provider=external and without a
+// --controllers override, which would be rejected for unknown names.
+var CloudControllers = []string{
 	"service-lb-controller",
 	"node-route-controller",
 	"cloud-node-lifecycle-controller",
@@ -58,26 +59,11 @@ func createClusterArgs(o ClusterOptions) []string {
 		"--quiet-pull",
 		"--wait=" + wait.String(),
 	}
-	if o.KubeVersion != "" {
-		args = append(args, "--kube-version="+o.KubeVersion)
-	}
-	args = append(args,
-		"--extra-args=kube-controller-manager=cloud-provider=external",
-		"--extra-args=kube-controller-manager=controllers="+kcmControllers(KCMDisabledControllers),
-	)
+	args = append(args, "--extra-args=kube-controller-manager=cloud-provider=external")
 	for _, a := range o.ExtraArgs {
 		args = append(args, "--extra-args="+a)
 	}
 	return args
-}
-
-// kcmControllers is the --controllers value: every default controller but the disabled ones.
-func kcmControllers(disabled []string) string {
-	parts := []string{"*"}
-	for _, d := range disabled {
-		parts = append(parts, "-"+d)
-	}
-	return strings.Join(parts, ",")
 }
 
 // Cluster is a running kwokctl cluster.
@@ -86,8 +72,13 @@ type Cluster struct {
 }
 
 // kwokctlEnv isolates kwokctl in WorkDir: its config, cache and clusters stay in the temp dir.
+// kwokctl has no version flag; KWOK_KUBE_VERSION picks the component flags it generates.
 func (c *Cluster) kwokctlEnv() []string {
-	return append(os.Environ(), "KWOK_WORKDIR="+c.WorkDir)
+	env := append(os.Environ(), "KWOK_WORKDIR="+c.WorkDir)
+	if c.KubeVersion != "" {
+		env = append(env, "KWOK_KUBE_VERSION="+c.KubeVersion)
+	}
+	return env
 }
 
 func (c *Cluster) kwokctl(ctx context.Context, args ...string) ([]byte, error) {

@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 )
 
 // Options configure Start.
@@ -33,11 +35,16 @@ type Options struct {
 	CloudConfig map[string]any
 	// NoAzure runs the cluster without azsim (tests of the framework itself).
 	NoAzure bool
+	// Topology is seeded into azsim; default DefaultTopology().
+	Topology *topology.Topology
+	// Dir is used instead of a new temp dir (the demo keeps its state in the work tree). It
+	// must not exist yet; teardown removes it.
+	Dir string
 }
 
 // Env is one test environment: a kwokctl cluster, azsim and (once started) the CCM.
 type Env struct {
-	T    testing.TB
+	T    T
 	Opts Options
 	// Name is unique per environment; every process of the environment mentions Dir.
 	Name string
@@ -50,6 +57,10 @@ type Env struct {
 	Kube       kubernetes.Interface
 	// Azure is azsim and the identity the CCM uses against it (nil with NoAzure).
 	Azure *Azure
+	// Azsim is azsim's control client (nil with NoAzure).
+	Azsim *client.Client
+	// Machines are the VMs seeded into azsim, ready for CreateNodes.
+	Machines []Machine
 	// CloudConfigPath is the azure.json given to the CCM.
 	CloudConfigPath string
 
@@ -65,7 +76,7 @@ type Env struct {
 
 // Start brings up an environment and registers its teardown with t.Cleanup. It skips the test
 // when the cluster tools are missing outside CI.
-func Start(t testing.TB, opts Options) *Env {
+func Start(t T, opts Options) *Env {
 	t.Helper()
 	tools := RequireTools(t)
 	e, err := start(t, tools, opts)
@@ -75,9 +86,9 @@ func Start(t testing.TB, opts Options) *Env {
 	return e
 }
 
-func start(t testing.TB, tools Tools, opts Options) (*Env, error) {
+func start(t T, tools Tools, opts Options) (*Env, error) {
 	name := "azccm-" + randomHex(4)
-	dir, err := os.MkdirTemp("", name+"-")
+	dir, err := makeEnvDir(opts.Dir, name)
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +117,15 @@ func start(t testing.TB, tools Tools, opts Options) (*Env, error) {
 	defer cancel()
 
 	if !opts.NoAzure {
-		if e.Azure, err = startAzure(ctx, dir); err != nil {
+		topo := opts.Topology
+		if topo == nil {
+			topo = DefaultTopology()
+		}
+		var res *topology.Result
+		if e.Azure, res, err = startAzure(ctx, dir, topo, t.Logf); err != nil {
 			return nil, fmt.Errorf("start azsim: %w", err)
 		}
+		e.Azsim, e.Machines = e.Azure.Control, res.Machines
 	}
 	kubeVersion := opts.KubeVersion
 	if kubeVersion == "" {
@@ -222,6 +239,21 @@ func (e *Env) collectArtifacts() {
 		_ = e.Cluster.CopyLogs(filepath.Join(dst, "cluster"))
 	}
 	e.T.Logf("framework: logs of the failed test are in %s", dst)
+}
+
+// makeEnvDir creates the environment's dir: want if given (it must not exist), else a temp dir.
+func makeEnvDir(want, name string) (string, error) {
+	if want == "" {
+		return os.MkdirTemp("", name+"-")
+	}
+	abs, err := filepath.Abs(want)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(abs, 0o755); err != nil {
+		return "", fmt.Errorf("environment dir: %w", err)
+	}
+	return abs, nil
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

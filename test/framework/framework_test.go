@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"os/exec"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,10 +29,8 @@ func TestCreateClusterArgs(t *testing.T) {
 		"--kube-controller-manager-binary=/t/kcm",
 		"--kube-scheduler-binary=/t/kube-scheduler",
 		"--kwok-controller-binary=/t/kwok",
-		"--kube-version=v1.37.2",
 		"--wait=1m0s",
 		"--extra-args=kube-controller-manager=cloud-provider=external",
-		"--extra-args=kube-controller-manager=controllers=*,-service-lb-controller,-node-route-controller,-cloud-node-lifecycle-controller",
 		"--extra-args=kube-apiserver=v=4",
 	} {
 		if !slices.Contains(args, want) {
@@ -43,17 +42,21 @@ func TestCreateClusterArgs(t *testing.T) {
 	}
 }
 
-func TestKCMControllers(t *testing.T) {
-	for _, tc := range []struct {
-		disabled []string
-		want     string
-	}{
-		{nil, "*"},
-		{[]string{"a"}, "*,-a"},
-		{[]string{"a", "b"}, "*,-a,-b"},
-	} {
-		if got := kcmControllers(tc.disabled); got != tc.want {
-			t.Errorf("kcmControllers(%v) = %q, want %q", tc.disabled, got, tc.want)
+// TestKCMHasNoCloudLoops guards the assumption of CloudControllers: if a new Kubernetes version
+// brought cloud loops back into kube-controller-manager, the cluster would need them disabled.
+func TestKCMHasNoCloudLoops(t *testing.T) {
+	tools := RequireTools(t)
+	out, err := exec.Command(tools.KubeControllerManager, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kube-controller-manager --help: %v\n%s", err, out)
+	}
+	help := string(out)
+	if !strings.Contains(help, "All controllers:") || !strings.Contains(help, "endpointslice-controller") {
+		t.Fatalf("cannot find the controller list in kube-controller-manager --help:\n%s", help)
+	}
+	for _, c := range CloudControllers {
+		if strings.Contains(help, c) {
+			t.Errorf("kube-controller-manager has %s again: disable it in the cluster's --controllers", c)
 		}
 	}
 }

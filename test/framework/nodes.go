@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 )
 
 // Node labels, annotations and taints a kubelet (and KWOK) use.
@@ -31,12 +33,8 @@ type NodeOptions struct {
 	Labels map[string]string
 }
 
-// Machine is what the framework needs to know of a VM to register it as a node.
-type Machine struct {
-	NodeName    string
-	ProviderID  string
-	InternalIPs []string
-}
+// Machine is a VM or scale-set instance seeded into azsim, as a node would represent it.
+type Machine = topology.Machine
 
 // NewNode is the Node object a kubelet with --cloud-provider=external would register for m:
 // no zone, instance-type or region labels (those are the CCM's job), addresses from the NIC,

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"testing"
 )
 
 // EnvToolsBin names the directory holding the tools; the Makefile exports it.
@@ -70,7 +69,7 @@ func InCI() bool { return os.Getenv("CI") != "" }
 
 // RequireTools returns the tools, skipping the test when they are missing outside CI and
 // failing it under CI.
-func RequireTools(t testing.TB) Tools {
+func RequireTools(t T) Tools {
 	t.Helper()
 	tools, err := FindTools(ToolsDir())
 	if err == nil {
@@ -85,3 +84,15 @@ func RequireTools(t testing.TB) Tools {
 
 // BinDir is where `make build` puts the project's binaries.
 func BinDir() string { return filepath.Join(RepoRoot(), "_output", "bin") }
+
+// T is the part of testing.TB the framework uses, so that programs (the demo) can run an
+// environment too. *testing.T and *testing.B satisfy it.
+type T interface {
+	Helper()
+	Name() string
+	Logf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Failed() bool
+	Cleanup(func())
+}

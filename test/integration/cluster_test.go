@@ -13,19 +13,23 @@ import (
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
-// TestPodRunsOnSimulatedNode registers a node the way a kubelet would, schedules a pod and
-// waits for it to be Running on that node.
+// TestPodRunsOnSimulatedNode registers a node for a VM seeded in azsim, the way a kubelet
+// would, schedules a pod and waits for it to be Running on that node.
 func TestPodRunsOnSimulatedNode(t *testing.T) {
-	env := framework.Start(t, framework.Options{NoAzure: true})
+	env := framework.Start(t, framework.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	if len(env.Machines) == 0 {
+		t.Fatal("azsim seeded no machines")
+	}
+	m := env.Machines[0]
+	if len(m.InternalIPs) == 0 || m.ProviderID == "" {
+		t.Fatalf("seeded machine lacks an IP or providerID: %+v", m)
+	}
 	// No CCM runs here, so the node is created already initialized (no uninitialized taint).
-	env.CreateNodes(framework.NodeOptions{Initialized: true}, framework.Machine{
-		NodeName: "node-0", ProviderID: "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/node-0",
-		InternalIPs: []string{"10.240.0.4"},
-	})
-	env.WaitFor("node-0 Ready", env.NodeReady("node-0"), time.Minute)
+	env.CreateNodes(framework.NodeOptions{Initialized: true, ProviderID: true}, m)
+	env.WaitFor(m.NodeName+" Ready", env.NodeReady(m.NodeName), time.Minute)
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
@@ -42,8 +46,8 @@ func TestPodRunsOnSimulatedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.NodeName != "node-0" {
-		t.Errorf("pod scheduled on %q, want node-0", got.Spec.NodeName)
+	if got.Spec.NodeName != m.NodeName {
+		t.Errorf("pod scheduled on %q, want %s", got.Spec.NodeName, m.NodeName)
 	}
 	if got.Status.PodIP == "" {
 		t.Error("kwok gave the pod no IP")
