@@ -353,6 +353,16 @@ func TestFlexibleScaleSet(t *testing.T) {
 	if n != 4 {
 		t.Errorf("unfiltered list: %d VMs, want 4", n)
 	}
+	allSub := vms.NewListAllPager(&armcompute.VirtualMachinesClientListAllOptions{Filter: to.Ptr(filter)})
+	n = 0
+	for allSub.More() {
+		page, err := allSub.NextPage(v.ctx)
+		v.must(err, "list subscription vms")
+		n += len(page.Value)
+	}
+	if n != 3 {
+		t.Errorf("subscription-wide filtered list: %d VMs, want 3", n)
+	}
 	_, err = vms.NewListPager(rg, &armcompute.VirtualMachinesClientListOptions{Filter: to.Ptr("name eq 'x'")}).NextPage(v.ctx)
 	wantStatus(t, err, http.StatusBadRequest, "InvalidParameter")
 

@@ -1,8 +1,21 @@
 // Package compute emulates the Microsoft.Compute resources the CCM reads and
-// writes (availability sets, VMs, scale sets and their instances, disks).
+// writes (availability sets, VMs, scale sets and their instances, disks) on
+// the azsim ARM engine.
 //
-// The files without I/O (names, merge, scale, views) are pure planners over the
-// armcompute/v7 model types; the handler files plug them into the ARM engine.
+// The files without I/O (names, scale, views, provider, filter, clone) are
+// pure functions over the armcompute/v7 model types; register, vm, vmss,
+// vmssvm, availset_disk, read and derive plug them into the engine.
+//
+// Go API:
+//
+//	network.Register(e)                       // first: resource groups, subnets, pools, NICs
+//	compute.Register(e)                       // defaults: eastus zones 1-3, westus non-zonal
+//	compute.Register(e, compute.Config{Locations: []compute.Location{{Name: "eastus", DisplayName: "East US", Zones: []string{"1", "2", "3"}}}})
+//
+// Everything else goes through ordinary ARM requests (PUT a scale set with
+// sku.capacity=N to get N instances; POST .../deallocate to shut a VM down).
+// Stored VM and instance documents keep their instance view under
+// properties.instanceView (read it with compute.PowerOf(doc)).
 package compute
 
 import (

@@ -270,7 +270,7 @@ func (h *handler) reconcileFlex(tx *arm.Tx, ssID string, ss *armcompute.VirtualM
 			return err
 		}
 		vm := NewFlexVM(ss, ssID, vmID, name, zone, nicID, arm.NewGUID(), tx.Now())
-		vm.Properties.InstanceView = VMInstanceView(str(vm.Properties.OSProfile.ComputerName), PowerRunning, 0, UpdateDomain(i))
+		vm.Properties.InstanceView = VMInstanceView(str(vm.Properties.OSProfile.ComputerName), PowerRunning, FaultDomain(i, ScaleSetFaultDomains(ss)), UpdateDomain(i))
 		doc, err := encode(vm)
 		if err != nil {
 			return err
