@@ -18,6 +18,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/certs"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/compute"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/identity"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/imds"
@@ -48,7 +49,7 @@ type Server struct {
 }
 
 // registerTypes installs every resource type the engine serves.
-var registerTypes = []func(*arm.Engine){network.Register}
+var registerTypes = []func(*arm.Engine){network.Register, func(e *arm.Engine) { compute.Register(e) }}
 
 // Start builds and starts azsim. Cancel ctx or call Close to stop it.
 func Start(ctx context.Context, opts Options) (*Server, error) {

@@ -77,7 +77,11 @@ func (c *caller) do(ctx context.Context, method, pathQuery string, body any) (re
 }
 
 func (c *caller) run(ctx context.Context, req Request) error {
-	rep, err := c.do(ctx, req.Method, req.Path+"?api-version="+req.APIVersion, req.Body)
+	var body any
+	if req.Body != nil {
+		body = req.Body // a nil map must not become the JSON "null"
+	}
+	rep, err := c.do(ctx, req.Method, req.Path+"?api-version="+req.APIVersion, body)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/imds"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
+)
+
+const fullTopology = `
+location: eastus
+resourceGroups: [rg-cluster, rg-other]
+virtualNetworks:
+- resourceGroup: rg-cluster
+  name: vnet
+  addressPrefixes: [10.0.0.0/8, "fd00::/48"]
+  subnets:
+  - {name: subnet, addressPrefix: 10.240.0.0/16, addressPrefixV6: "fd00:0:0:1::/64", networkSecurityGroup: nsg, routeTable: rt}
+networkSecurityGroups: [{resourceGroup: rg-cluster, name: nsg}]
+routeTables: [{resourceGroup: rg-cluster, name: rt}]
+scaleSets:
+- {resourceGroup: rg-cluster, name: pool1, capacity: 3, zones: ["1","2","3"], computerNamePrefix: pool1-vmss}
+availabilitySets:
+- {resourceGroup: rg-cluster, name: as1, faultDomains: 2, vms: 2, vmNamePrefix: as1-vm-}
+virtualMachines:
+- {resourceGroup: rg-other, name: Other-VM-0, zone: "2", subnet: {resourceGroup: rg-cluster, vnet: vnet, name: subnet}}
+`
+
+func TestSeedTopologyAndIMDS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topo, err := topology.Parse([]byte(fullTopology))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, Options{LRODuration: time.Second})
+	res, err := s.Client().Seed(ctx, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Machines) != 6 {
+		t.Fatalf("machines = %+v", res.Machines)
+	}
+	byName := map[string]topology.Machine{}
+	for _, m := range res.Machines {
+		byName[m.NodeName] = m
+		if m.Region != "eastus" || m.VMSize != topology.DefaultVMSize || len(m.InternalIPs) == 0 || !strings.HasPrefix(m.InternalIPs[0], "10.240.") {
+			t.Errorf("machine %s: %+v", m.NodeName, m)
+		}
+	}
+	base := "azure:///subscriptions/" + sub + "/resourceGroups/"
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("pool1-vmss%06d", i)
+		m, ok := byName[name]
+		if !ok {
+			t.Fatalf("no machine %s in %v", name, res.Machines)
+		}
+		want := fmt.Sprintf("%srg-cluster/providers/Microsoft.Compute/virtualMachineScaleSets/pool1/virtualMachines/%d", base, i)
+		if m.ProviderID != want || m.ScaleSet != "pool1" || m.InstanceID != fmt.Sprint(i) || m.Zone == "" ||
+			len(m.InternalIPs) != 1 {
+			t.Errorf("%s: %+v", name, m)
+		}
+	}
+	zones := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		zones[byName[fmt.Sprintf("pool1-vmss%06d", i)].Zone] = true
+	}
+	if len(zones) != 3 {
+		t.Errorf("instances not spread over 3 zones: %v", zones)
+	}
+	fds := map[int]bool{}
+	for _, n := range []string{"as1-vm-0", "as1-vm-1"} {
+		m := byName[n]
+		if m.ProviderID != base+"rg-cluster/providers/Microsoft.Compute/virtualMachines/"+n || m.AvailabilitySet == "" || m.Zone != "" || m.ScaleSet != "" {
+			t.Errorf("%s: %+v", n, m)
+		}
+		fds[m.FaultDomain] = true
+	}
+	if len(fds) != 2 {
+		t.Errorf("availability set VMs share a fault domain: %v", fds)
+	}
+	if m := byName["other-vm-0"]; m.ProviderID != base+"rg-other/providers/Microsoft.Compute/virtualMachines/Other-VM-0" || m.Zone != "2" || m.ResourceGroup != "rg-other" {
+		t.Errorf("other-vm-0: %+v", m)
+	}
+
+	// IMDS answers for each machine as the CCM reads it.
+	for _, m := range res.Machines {
+		req, _ := http.NewRequest(http.MethodGet, s.IMDSURL()+"/metadata/instance?format=json&api-version=2021-10-01", nil)
+		req.Header.Set("Metadata", "True")
+		req.Header.Set("X-Azsim-Vm", m.NodeName)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc imds.Document
+		_ = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		c := doc.Compute
+		if resp.StatusCode != 200 || !strings.EqualFold(c.OSProfile.ComputerName, m.NodeName) || c.Zone != m.Zone ||
+			c.PlatformFaultDomain != fmt.Sprint(m.FaultDomain) || c.VMScaleSetName != m.ScaleSet || c.VMSize != m.VMSize ||
+			!strings.EqualFold(c.ResourceGroupName, m.ResourceGroup) || c.SubscriptionID != sub || !strings.EqualFold("azure://"+c.ResourceID, m.ProviderID) {
+			t.Errorf("IMDS for %s: %d %+v", m.NodeName, resp.StatusCode, c)
+			continue
+		}
+		if len(doc.Network.Interface) == 0 || doc.Network.Interface[0].IPv4.IPAddress[0].PrivateIPAddress != m.InternalIPs[0] {
+			t.Errorf("IMDS network for %s: %+v", m.NodeName, doc.Network)
+		}
+	}
+
+	// VM actions through the control API.
+	vmID := strings.TrimPrefix(byName["as1-vm-1"].ProviderID, "azure://")
+	if err := s.Client().VMAction(ctx, vmID, "deallocate"); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := topology.Collect(ctx, s.Engine(), mustNormalize(t, topo), topology.SeedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res2.Machines {
+		if m.NodeName == "as1-vm-1" && m.PowerState != "deallocated" {
+			t.Errorf("after deallocate: %+v", m)
+		}
+	}
+	if err := s.Client().VMAction(ctx, vmID, "delete"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client().Get(ctx, vmID); err == nil {
+		t.Error("deleted VM still readable")
+	}
+}
+
+func mustNormalize(t *testing.T, topo *topology.Topology) *topology.Topology {
+	t.Helper()
+	c := *topo
+	c.SubscriptionID = sub
+	n, err := c.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
