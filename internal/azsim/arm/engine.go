@@ -304,7 +304,8 @@ func (e *Engine) readBody(r *http.Request) (map[string]any, error) {
 		return nil, Errorf(http.StatusRequestEntityTooLarge, "RequestContentTooLarge",
 			"The request content size exceeds the maximum of %d bytes.", e.cfg.MaxBodyBytes)
 	}
-	if len(strings.TrimSpace(string(b))) == 0 {
+	// An empty body or JSON null (what many clients send for actions) means "no body".
+	if t := strings.TrimSpace(string(b)); t == "" || t == "null" {
 		return nil, nil
 	}
 	return decodeRequest(b)
