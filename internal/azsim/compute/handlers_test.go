@@ -286,6 +286,21 @@ func TestUniformScaleSet(t *testing.T) {
 	_, err = vmc.Get(v.ctx, rg, "vmss", "42", nil)
 	wantStatus(t, err, http.StatusNotFound, "")
 
+	// PATCH (Update) merges too, answers 200 and scales.
+	pp, err := ssc.BeginUpdate(v.ctx, rg, "vmss", armcompute.VirtualMachineScaleSetUpdate{
+		SKU:  &armcompute.SKU{Capacity: to.Ptr[int64](4)},
+		Tags: map[string]*string{"team": to.Ptr("x")},
+	}, nil)
+	v.must(err, "patch vmss")
+	patched, err := pp.PollUntilDone(v.ctx, fastPoll)
+	v.must(err, "patch vmss")
+	if *patched.SKU.Capacity != 4 || *patched.SKU.Name != "Standard_D2s_v3" || *patched.Tags["team"] != "x" || len(patched.Zones) != 3 {
+		t.Errorf("patched scale set: %+v %v", patched.SKU, patched.Tags)
+	}
+	if got, _ := v.instances("vmss", false); len(got) != 4 {
+		t.Errorf("instances after PATCH to 4: %d", len(got))
+	}
+
 	// Deleting the scale set removes its instances and their pool memberships.
 	sdp, err := ssc.BeginDelete(v.ctx, rg, "vmss", nil)
 	v.must(err, "delete vmss")
@@ -296,6 +311,11 @@ func TestUniformScaleSet(t *testing.T) {
 	}
 	if docs := v.engine.ListResources(TypeVMSSVM); len(docs) != 0 {
 		t.Errorf("%d instances left after scale set delete", len(docs))
+	}
+	// Re-created under the same name, the scale set numbers from 0 again.
+	v.putScaleSet("vmss", v.scaleSet(1, nil, false), nil)
+	if _, err := vmc.Get(v.ctx, rg, "vmss", "0", nil); err != nil {
+		t.Errorf("re-created scale set must start at instance 0: %v", err)
 	}
 }
 
@@ -366,14 +386,50 @@ func TestFlexibleScaleSet(t *testing.T) {
 	_, err = vms.NewListPager(rg, &armcompute.VirtualMachinesClientListOptions{Filter: to.Ptr("name eq 'x'")}).NextPage(v.ctx)
 	wantStatus(t, err, http.StatusBadRequest, "InvalidParameter")
 
+	// A VM created into the scale set, and its deletion, move the capacity.
+	extraNIC := v.nic("extra-nic")
+	ep, err := vms.BeginCreateOrUpdate(v.ctx, rg, "extra", armcompute.VirtualMachine{
+		Location: to.Ptr(loc),
+		Properties: &armcompute.VirtualMachineProperties{
+			VirtualMachineScaleSet: &armcompute.SubResource{ID: ss.ID},
+			NetworkProfile:         &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{ID: extraNIC.ID}}},
+		},
+	}, nil)
+	v.must(err, "create flex member")
+	_, err = ep.PollUntilDone(v.ctx, fastPoll)
+	v.must(err, "create flex member")
+	capacity := func() int64 {
+		cur, err := v.comp.NewVirtualMachineScaleSetsClient().Get(v.ctx, rg, "flex", nil)
+		v.must(err, "get flex")
+		return *cur.SKU.Capacity
+	}
+	if c := capacity(); c != 4 {
+		t.Errorf("capacity after adding a member: %d", c)
+	}
+	xp, err := vms.BeginDelete(v.ctx, rg, "extra", nil)
+	v.must(err, "delete flex member")
+	_, err = xp.PollUntilDone(v.ctx, fastPoll)
+	v.must(err, "delete flex member")
+	if c := capacity(); c != 3 {
+		t.Errorf("capacity after deleting a member: %d", c)
+	}
+	_, err = vms.BeginCreateOrUpdate(v.ctx, rg, "solo", armcompute.VirtualMachine{
+		Location:   to.Ptr(loc),
+		Properties: &armcompute.VirtualMachineProperties{VirtualMachineScaleSet: &armcompute.SubResource{ID: ss.ID}},
+	}, nil)
+	wantStatus(t, err, http.StatusConflict, "PropertyChangeNotAllowed")
+
 	// Scale in to 1: two members and their NICs go away.
 	ss.SKU.Capacity = to.Ptr[int64](1)
 	v.putScaleSet("flex", ss, nil)
 	if left := flexCount(t, v, *ss.ID); left != 1 {
 		t.Errorf("flex members after scale-in: %d", left)
 	}
-	if nics := len(v.engine.ListResources(TypeNIC)); nics != 2 {
-		t.Errorf("NICs after flex scale-in: %d, want 2 (solo + 1 member)", nics)
+	if nics := len(v.engine.ListResources(TypeNIC)); nics != 3 {
+		t.Errorf("NICs after flex scale-in: %d, want 3 (solo, extra, 1 member)", nics)
+	}
+	if c := capacity(); c != 1 {
+		t.Errorf("capacity after scale-in: %d", c)
 	}
 }
 

@@ -105,13 +105,14 @@ func Register(e *arm.Engine, cfgs ...Config) {
 		},
 	)
 	e.Register(crp(arm.TypeSpec{
-		Type:       TypeVM,
-		ETag:       arm.ETagCounter,
-		Put:        arm.PutMerge,
-		Patch:      arm.PatchMerge,
-		NameMaxLen: 64,
-		Prepare:    h.prepareVM,
-		Actions:    h.instanceActions(false),
+		Type:        TypeVM,
+		ETag:        arm.ETagCounter,
+		Put:         arm.PutMerge,
+		Patch:       arm.PatchMerge,
+		NameMaxLen:  64,
+		Prepare:     h.prepareVM,
+		AfterDelete: h.afterDeleteVM,
+		Actions:     h.instanceActions(false),
 	}))
 	e.Register(crp(arm.TypeSpec{
 		Type:         TypeDisk,

@@ -34,6 +34,9 @@ func (h *handler) prepareVM(tx *arm.Tx, w *arm.Write) error {
 	if err := h.checkZones(str(vm.Location), vm.Zones, w.ID.Name()); err != nil {
 		return err
 	}
+	if !w.IsCreate() && !arm.SameID(refOf(old.Properties.VirtualMachineScaleSet), refOf(p.VirtualMachineScaleSet)) {
+		return arm.Errorf(http.StatusConflict, "PropertyChangeNotAllowed", "Changing property 'virtualMachineScaleSet' is not allowed.")
+	}
 	if !w.IsCreate() && !sameZones(old.Zones, vm.Zones) {
 		return arm.Errorf(http.StatusConflict, "PropertyChangeNotAllowed", "Changing property 'zones' is not allowed.")
 	}
@@ -71,6 +74,10 @@ func (h *handler) prepareVM(tx *arm.Tx, w *arm.Write) error {
 		p.TimeCreated = to.Ptr(tx.Now().UTC())
 		fd, ud := h.placeInAvailabilitySet(tx, p.AvailabilitySet)
 		p.InstanceView = VMInstanceView(*p.OSProfile.ComputerName, PowerRunning, fd, ud)
+		if p.VirtualMachineScaleSet != nil && p.VirtualMachineScaleSet.ID != nil {
+			// A VM created into a Flexible scale set counts in its capacity.
+			addCapacity(tx, *p.VirtualMachineScaleSet.ID, 1)
+		}
 	} else {
 		// Read-only and immutable fields come from the stored model.
 		p.VMID, p.TimeCreated, p.InstanceView = old.Properties.VMID, old.Properties.TimeCreated, old.Properties.InstanceView
@@ -84,6 +91,33 @@ func (h *handler) prepareVM(tx *arm.Tx, w *arm.Write) error {
 	}
 	w.Doc = doc
 	return nil
+}
+
+// afterDeleteVM lowers the capacity of the Flexible scale set a deleted VM
+// belonged to (unless the scale set itself is removing it).
+func (h *handler) afterDeleteVM(tx *arm.Tx, id arm.ResourceID, doc map[string]any) {
+	if ss := arm.Str(doc, "properties", "virtualMachineScaleSet", "id"); ss != "" && !h.scalingIn {
+		addCapacity(tx, ss, -1)
+	}
+}
+
+// addCapacity changes a scale set's sku.capacity without reconciling its
+// instances (the caller already added or removed one).
+func addCapacity(tx *arm.Tx, ssID string, delta int) {
+	_ = tx.Update(ssID, func(ss map[string]any) error {
+		n, _ := numAt(ss, "sku", "capacity")
+		if n+delta >= 0 {
+			arm.Obj(ss, true, "sku")["capacity"] = n + delta
+		}
+		return nil
+	})
+}
+
+func refOf(r *armcompute.SubResource) string {
+	if r == nil {
+		return ""
+	}
+	return str(r.ID)
 }
 
 func sameZones(a, b []*string) bool {

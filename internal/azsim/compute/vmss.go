@@ -98,6 +98,11 @@ func (h *handler) reconcileUniform(tx *arm.Tx, ssID string, ss *armcompute.Virtu
 		members = append(members, Member{ID: n, Zone: zone})
 	}
 	key := arm.KeyOf(ssID)
+	if old == nil {
+		// A new scale set (even one re-created under an old name, or after
+		// an engine reset) numbers its instances from 0 again.
+		h.nextID[key] = 0
+	}
 	plan := PlanCapacity(members, int(*ss.SKU.Capacity), h.nextID[key], ScaleSetZones(ss), ScaleSetFaultDomains(ss))
 	h.nextID[key] = plan.NextID
 	h.scalingIn = true
@@ -240,9 +245,11 @@ func (h *handler) reconcileFlex(tx *arm.Tx, ssID string, ss *armcompute.VirtualM
 			}
 			return strings.ToLower(arm.Str(members[i], "id")) > strings.ToLower(arm.Str(members[j], "id"))
 		})
+		h.scalingIn = true
 		for _, m := range members[:len(members)-want] {
 			deleteFlexMember(tx, m)
 		}
+		h.scalingIn = false
 		return nil
 	}
 	zones := ScaleSetZones(ss)

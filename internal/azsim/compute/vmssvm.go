@@ -61,12 +61,7 @@ func (h *handler) afterDeleteVMSSVM(tx *arm.Tx, id arm.ResourceID, doc map[strin
 		return
 	}
 	ssID, _ := id.Parent()
-	_ = tx.Update(ssID.String(), func(ss map[string]any) error {
-		if n, ok := numAt(ss, "sku", "capacity"); ok && n > 0 {
-			arm.Obj(ss, true, "sku")["capacity"] = n - 1
-		}
-		return nil
-	})
+	addCapacity(tx, ssID.String(), -1)
 }
 
 // ---- Network API views of instance NICs (api-version 2018-10-01) ----
