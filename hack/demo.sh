@@ -53,20 +53,26 @@ up() {
   # shellcheck source=/dev/null
   source "${STATE}/ready"
   kubectl apply -f hack/demo/sample.yaml
-  log "waiting up to ${IP_TIMEOUT}s for the LoadBalancer IP of service hello"
-  local ip=""
-  for ((i = 0; i < IP_TIMEOUT; i++)); do
+  local ip="" wait_ip="${IP_TIMEOUT}"
+  if [[ "${DEMO_CCM_RUNNING}" != true ]]; then
+    log "no CCM binary was built (cmd/azure-cloud-controller-manager): nodes stay uninitialized,"
+    log "pods Pending and the service without an IP until it exists"
+    wait_ip=0
+  else
+    log "waiting up to ${IP_TIMEOUT}s for the LoadBalancer IP of service hello"
+  fi
+  for ((i = 0; i < wait_ip; i++)); do
     ip="$(kubectl get svc hello -o jsonpath='{.status.loadBalancer.ingress[0].ip}' 2>/dev/null || true)"
     [[ -n "${ip}" ]] && break
     sleep 1
   done
-  kubectl get nodes -o wide
+  kubectl get nodes -o custom-columns='NAME:.metadata.name,PROVIDER-ID:.spec.providerID,ZONE:.metadata.labels.topology\.kubernetes\.io/zone,TYPE:.metadata.labels.node\.kubernetes\.io/instance-type,TAINTS:.spec.taints[*].key'
   kubectl get pods -o wide
   kubectl get svc hello -o wide
-  if [[ -z "${ip}" ]]; then
+  if [[ -z "${ip}" && "${DEMO_CCM_RUNNING}" == true ]]; then
     log "service hello has no external IP after ${IP_TIMEOUT}s. The CCM's load-balancer support may"
     log "not be built yet, or it failed: see the CCM log ${DEMO_CCM_LOG} and \`kubectl describe svc hello\`."
-  else
+  elif [[ -n "${ip}" ]]; then
     log "service hello has external IP ${ip} (a public IP allocated in azsim)"
   fi
   usage
@@ -75,14 +81,17 @@ up() {
 usage() {
   cat <<USAGE
 
-The demo is running. Use it with:
-  export KUBECONFIG=${STATE}/env/kubeconfig
-  ${TOOLS_BIN}/kubectl get nodes,svc -o wide
-  ${TOOLS_BIN}/kubectl describe svc hello         # events from the CCM
-  tail -f ${DEMO_CCM_LOG}                           # the CCM's log
-Inspect azsim (the local Azure) at ${DEMO_AZSIM_URL} with its CA ${DEMO_AZSIM_CA}:
-  cat ${DEMO_CLOUD_CONFIG}                          # the CCM's azure.json (credentials for azsim)
-  the Azure CLI or any SDK client works against it; see docs/dev/README.md
+The demo is running. Use the cluster with:
+  export KUBECONFIG=${DEMO_KUBECONFIG} PATH=${TOOLS_BIN}:\$PATH
+  kubectl get nodes,svc -o wide
+  kubectl describe svc hello          # the CCM's events
+  tail -f ${DEMO_CCM_LOG}
+Inspect azsim, the local Azure the CCM manages (${DEMO_AZSIM_URL}):
+  export AZSIM_URL=${DEMO_AZSIM_URL} AZSIM_CA=${DEMO_AZSIM_CA}
+  _output/bin/azsim list Microsoft.Network/loadBalancers
+  _output/bin/azsim list Microsoft.Network/publicIPAddresses
+  _output/bin/azsim stats             # ARM requests per operation, as the CCM made them
+  cat ${DEMO_CLOUD_CONFIG}   # the CCM's azure.json
 Stop everything with: make down
 USAGE
 }

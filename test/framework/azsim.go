@@ -13,9 +13,10 @@ import (
 // must name it for the CCM to pick azsim's endpoints.
 const azsimCloudName = "AzureCloud"
 
-// startAzure starts azsim in-process with its files under dir/azsim and seeds topo.
+// startAzure starts azsim in-process with its files under dir/azsim and seeds topo; ctx bounds
+// the start-up only (azsim runs until Close).
 func startAzure(ctx context.Context, dir string, topo *topology.Topology, logf func(string, ...any)) (*Azure, *topology.Result, error) {
-	srv, err := server.Start(ctx, server.Options{
+	srv, err := server.Start(context.WithoutCancel(ctx), server.Options{
 		Dir:       filepath.Join(dir, "azsim"),
 		CloudName: azsimCloudName,
 		Logf:      logf,

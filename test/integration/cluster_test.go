@@ -23,6 +23,11 @@ func TestPodRunsOnSimulatedNode(t *testing.T) {
 	if len(env.Machines) == 0 {
 		t.Fatal("azsim seeded no machines")
 	}
+	// azsim keeps serving after Start returned, with the seeded estate.
+	vnets, err := env.Azsim.List(ctx, "Microsoft.Network/virtualNetworks")
+	if err != nil || len(vnets) != 1 {
+		t.Fatalf("azsim lists %d VNets (err %v), want the default topology's one", len(vnets), err)
+	}
 	m := env.Machines[0]
 	if len(m.InternalIPs) == 0 || m.ProviderID == "" {
 		t.Fatalf("seeded machine lacks an IP or providerID: %+v", m)

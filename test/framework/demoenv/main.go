@@ -39,7 +39,14 @@ func main() {
 	for _, n := range env.CreateNodes(framework.NodeOptions{ProviderID: true}, env.Machines...) {
 		nodes = append(nodes, n.Name)
 	}
-	env.StartCCM()
+	// Until the CCM binary exists the demo still shows everything else.
+	var ccmDone <-chan struct{}
+	if _, err := os.Stat(env.CCMBinary()); err != nil {
+		log.Printf("WARNING: no CCM binary at %s (%v): nodes stay uninitialized and services get no IP", env.CCMBinary(), err)
+	} else {
+		env.StartCCM()
+		ccmDone = env.CCM().Done()
+	}
 	b := readyFile([][2]string{
 		{"DEMO_KUBECONFIG", env.Kubeconfig},
 		{"DEMO_CLOUD_CONFIG", env.CloudConfigPath},
@@ -49,6 +56,7 @@ func main() {
 		{"DEMO_CCM_PORT", strconv.Itoa(env.CCMPort())},
 		{"DEMO_NODES", strings.Join(nodes, " ")},
 		{"DEMO_CLUSTER_DIR", env.Cluster.Dir()},
+		{"DEMO_CCM_RUNNING", strconv.FormatBool(ccmDone != nil)},
 	})
 	if err := os.WriteFile(filepath.Join(*state, "ready"), b, 0o644); err != nil {
 		t.Fatalf("%v", err)
@@ -60,7 +68,7 @@ func main() {
 	select {
 	case s := <-sig:
 		log.Printf("%v: tearing down", s)
-	case <-env.CCM().Done():
+	case <-ccmDone:
 		_, err := env.CCM().Exited()
 		log.Printf("the CCM exited (%v); see %s; tearing down", err, env.CCMLogPath())
 	}
