@@ -146,6 +146,13 @@ func (w *Writer[T]) Submit(ctx context.Context, m Mutation[T]) (*T, error) {
 	}
 }
 
+// Get returns the resource as the writer knows it (from its cache while fresh, else read), as a
+// private copy; nil when it does not exist.
+func (w *Writer[T]) Get(ctx context.Context) (*T, error) {
+	obj, _, err := w.read(ctx)
+	return obj, err
+}
+
 // Invalidate drops the cached model so the next batch reads the resource again.
 func (w *Writer[T]) Invalidate() {
 	w.mu.Lock()

@@ -1,0 +1,321 @@
+// Package loadbalancer implements cloudprovider.LoadBalancer for Standard load balancers: it
+// wires the pure planners (plan), the group-commit writers (writer) and the ARM stores (azstore).
+// Every change to one Azure resource goes through that resource's writer, so concurrent service
+// reconciles share PUTs and never overwrite each other.
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/azstore"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/writer"
+)
+
+// LoadBalancerClass is the spec.loadBalancerClass this provider serves besides "none".
+const LoadBalancerClass = "service.k8s.io/azure"
+
+// Event reasons.
+const (
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+)
+
+// Options wire the load balancer implementation. Config and Network are required.
+type Options struct {
+	Config *config.Config
+	// Network is the ARM network client factory of the network subscription.
+	Network *armnetwork.ClientFactory
+	// PollFrequency for long-running operations (default 5s).
+	PollFrequency time.Duration
+	// Zones of the region, for zone-redundant public IPs and internal frontends.
+	Zones []string
+	// Recorder receives Warning events on services (optional).
+	Recorder record.EventRecorder
+	// Services lists services, to keep NSG rules other services on a shared IP still need
+	// (optional; without it a shared rule is repaired by the other service's next reconcile).
+	Services corelisters.ServiceLister
+	// Backends replaces the pool membership implementation. Default: addresses through the
+	// backendAddressPools API for nodeIP pools; nothing for nodeIPConfiguration pools (the node
+	// component must provide it).
+	Backends Backends
+	// ListPublicIPs lists the public IPs of a resource group (a list cache); default: LIST.
+	ListPublicIPs func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error)
+	// InvalidatePublicIPs is called after a public IP write (to drop a list cache).
+	InvalidatePublicIPs func(rg string)
+	// CacheTTL of the writers' models (default loadBalancerCacheTTLInSeconds, else 120s).
+	CacheTTL time.Duration
+}
+
+// LoadBalancer implements cloudprovider.LoadBalancer.
+type LoadBalancer struct {
+	cfg      *config.Config
+	net      *armnetwork.ClientFactory
+	opts     Options
+	backends Backends
+
+	lbs   *writer.Registry[armnetwork.LoadBalancer]
+	nsgs  *writer.Registry[armnetwork.SecurityGroup]
+	pips  *writer.Registry[armnetwork.PublicIPAddress]
+	pools *writer.Registry[armnetwork.BackendAddressPool]
+}
+
+var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
+
+// New builds the implementation.
+func New(o Options) (*LoadBalancer, error) {
+	if o.Config == nil || o.Network == nil {
+		return nil, errors.New("loadbalancer: Config and Network are required")
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = 120 * time.Second
+		if s := o.Config.LoadBalancerCacheTTLInSeconds; s > 0 {
+			o.CacheTTL = time.Duration(s) * time.Second
+		}
+		if o.Config.DisableAPICallCache {
+			o.CacheTTL = 0
+		}
+	}
+	l := &LoadBalancer{cfg: o.Config, net: o.Network, opts: o}
+	wo := func() (poll time.Duration) { return o.PollFrequency }
+	l.lbs = writer.NewRegistry(func(id string) writer.Store[armnetwork.LoadBalancer] {
+		rg, name := idParts(id)
+		return &azstore.LoadBalancer{Client: o.Network.NewLoadBalancersClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
+	}, writer.Options[armnetwork.LoadBalancer]{CacheTTL: o.CacheTTL})
+	l.nsgs = writer.NewRegistry(func(id string) writer.Store[armnetwork.SecurityGroup] {
+		rg, name := idParts(id)
+		return &azstore.SecurityGroup{Client: o.Network.NewSecurityGroupsClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
+	}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: o.CacheTTL})
+	l.pips = writer.NewRegistry(func(id string) writer.Store[armnetwork.PublicIPAddress] {
+		rg, name := idParts(id)
+		return &azstore.PublicIP{Client: o.Network.NewPublicIPAddressesClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
+	}, writer.Options[armnetwork.PublicIPAddress]{CacheTTL: o.CacheTTL})
+	l.pools = writer.NewRegistry(func(id string) writer.Store[armnetwork.BackendAddressPool] {
+		// …/loadBalancers/<lb>/backendAddressPools/<pool>
+		lbID := id[:strings.LastIndex(strings.ToLower(id), "/backendaddresspools/")]
+		rg, lbName := idParts(lbID)
+		return &azstore.BackendPool{Client: o.Network.NewLoadBalancerBackendAddressPoolsClient(), ResourceGroup: rg,
+			LoadBalancer: lbName, Name: lastSegment(id), PollFrequency: wo()}
+	}, writer.Options[armnetwork.BackendAddressPool]{CacheTTL: o.CacheTTL})
+
+	l.backends = o.Backends
+	if l.backends == nil && strings.EqualFold(o.Config.LoadBalancerBackendPoolConfigurationType, config.BackendPoolNodeIP) {
+		l.backends = &nodeIPBackends{
+			vnetID: fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s",
+				o.Config.NetworkSubscriptionID(), o.Config.VnetRG(), o.Config.VnetName),
+			// nodeIP pools always leave control-plane nodes out, as the existing provider does.
+			filter: NodeFilter{ExcludeControlPlane: true, ResourceGroup: o.Config.ResourceGroup},
+			pools:  l.pools,
+			// A pool write changes the LB's ETag: drop the LB writer's cache.
+			onWrite: func(lbID string) { l.lbs.For(lbID).Invalidate() },
+		}
+	}
+	return l, nil
+}
+
+// GetLoadBalancerName is the existing provider's name: "a" + UID without dashes, 32 characters.
+func (l *LoadBalancer) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return naming.ServiceLBName(svc.UID)
+}
+
+// ours reports whether the service's loadBalancerClass is served here.
+func ours(svc *v1.Service) bool {
+	return svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass == LoadBalancerClass
+}
+
+func (l *LoadBalancer) cluster(clusterName string) *plan.Cluster {
+	c := &plan.Cluster{
+		SubscriptionID:      l.cfg.NetworkSubscriptionID(),
+		ResourceGroup:       l.cfg.LoadBalancerRG(),
+		Location:            l.cfg.Location,
+		ClusterName:         clusterName,
+		LBNamePrefix:        l.cfg.LoadBalancerName,
+		Zones:               l.opts.Zones,
+		DisableOutboundSNAT: l.cfg.OutboundSNATDisabled(),
+		SharedProbe:         strings.EqualFold(l.cfg.ClusterServiceLoadBalancerHealthProbeMode, config.HealthProbeModeShared),
+		SharedProbePort:     l.cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
+		SharedProbePath:     l.cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
+		Tags:                configTags(l.cfg),
+	}
+	return c
+}
+
+// configTags merges azure.json tags ("k=v,k2=v2") and tagsMap.
+func configTags(cfg *config.Config) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(cfg.Tags, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if k = strings.TrimSpace(k); ok && k != "" {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	for k, v := range cfg.TagsMap {
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// parse validates the annotations; a mistake becomes a Warning event and no ARM write.
+func (l *LoadBalancer) parse(svc *v1.Service) (*plan.Service, error) {
+	o, err := annotations.Parse(svc)
+	if err != nil {
+		if l.opts.Recorder != nil {
+			l.opts.Recorder.Event(svc, v1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
+		}
+		return nil, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return &plan.Service{Svc: svc, Opts: o}, nil
+}
+
+// lenient is used on deletion: a service whose annotations are now invalid must still be
+// cleaned up, with whatever can be read.
+func lenient(svc *v1.Service) *plan.Service {
+	if o, err := annotations.Parse(svc); err == nil {
+		return &plan.Service{Svc: svc, Opts: o}
+	}
+	o := &annotations.ServiceOptions{Ports: map[int32]annotations.PortOptions{}, IdleTimeoutMinutes: annotations.DefaultIdleTimeoutMinutes}
+	o.Internal = strings.EqualFold(strings.TrimSpace(svc.Annotations[annotations.Internal]), "true")
+	o.PIPNameIPv4 = strings.TrimSpace(svc.Annotations[annotations.PIPName])
+	o.PIPNameIPv6 = strings.TrimSpace(svc.Annotations[annotations.PIPNameIPv6])
+	o.PIPResourceGroup = strings.TrimSpace(svc.Annotations[annotations.ResourceGroup])
+	o.DisableFloatingIP = strings.EqualFold(strings.TrimSpace(svc.Annotations[annotations.DisableFloatingIP]), "true")
+	return &plan.Service{Svc: svc, Opts: o}
+}
+
+func (l *LoadBalancer) lbWriter(c *plan.Cluster, lbName string) *writer.Writer[armnetwork.LoadBalancer] {
+	return l.lbs.For(c.LBID(lbName))
+}
+
+func (l *LoadBalancer) nsgWriter() *writer.Writer[armnetwork.SecurityGroup] {
+	return l.nsgs.For(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkSecurityGroups/%s",
+		l.cfg.NetworkSubscriptionID(), l.cfg.SecurityGroupRG(), l.cfg.SecurityGroupName))
+}
+
+func (l *LoadBalancer) pipWriter(rg, name string) *writer.Writer[armnetwork.PublicIPAddress] {
+	return l.pips.For(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/publicIPAddresses/%s",
+		l.cfg.NetworkSubscriptionID(), rg, name))
+}
+
+func (l *LoadBalancer) pipRG(s *plan.Service) string {
+	if s.Opts.PIPResourceGroup != "" {
+		return s.Opts.PIPResourceGroup
+	}
+	return l.cfg.ResourceGroup
+}
+
+func (l *LoadBalancer) listPIPs(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
+	if l.opts.ListPublicIPs != nil {
+		return l.opts.ListPublicIPs(ctx, rg)
+	}
+	var out []*armnetwork.PublicIPAddress
+	pager := l.net.NewPublicIPAddressesClient().NewListPager(rg, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if azstore.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing public IPs of %s: %w", rg, err)
+		}
+		out = append(out, page.Value...)
+	}
+	return out, nil
+}
+
+func (l *LoadBalancer) pipWritten(rg string) {
+	if l.opts.InvalidatePublicIPs != nil {
+		l.opts.InvalidatePublicIPs(rg)
+	}
+}
+
+func (l *LoadBalancer) subnetID(s *plan.Service) string {
+	subnet := s.Opts.InternalSubnet
+	if subnet == "" {
+		subnet = l.cfg.SubnetName
+	}
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s",
+		l.cfg.NetworkSubscriptionID(), l.cfg.VnetRG(), l.cfg.VnetName, subnet)
+}
+
+// idParts extracts the resource group and the name of a resource ID.
+func idParts(id string) (rg, name string) {
+	parts := strings.Split(id, "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if strings.EqualFold(parts[i], "resourceGroups") {
+			rg = parts[i+1]
+		}
+	}
+	return rg, parts[len(parts)-1]
+}
+
+func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+
+func addrOf(s *string) (netip.Addr, bool) {
+	if s == nil {
+		return netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(*s)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+// retainPorts are the ports other services serve on the given destinations (shared IPs; node
+// IPs for services without floating IP), so cleaning this service keeps their NSG rules intact.
+func (l *LoadBalancer) retainPorts(s *plan.Service, dsts []netip.Addr) map[armnetwork.SecurityRuleProtocol][]int32 {
+	if l.opts.Services == nil {
+		return nil
+	}
+	svcs, err := l.opts.Services.List(labels.Everything())
+	if err != nil {
+		klog.ErrorS(err, "Listing services for NSG rule retention")
+		return nil
+	}
+	set := map[netip.Addr]bool{}
+	for _, a := range dsts {
+		set[a] = true
+	}
+	out := map[armnetwork.SecurityRuleProtocol][]int32{}
+	for _, other := range svcs {
+		if other.UID == s.Svc.UID || other.Spec.Type != v1.ServiceTypeLoadBalancer || other.DeletionTimestamp != nil || !ours(other) {
+			continue
+		}
+		os := lenient(other)
+		shares := s.Opts.DisableFloatingIP && os.Opts.DisableFloatingIP
+		for _, ing := range other.Status.LoadBalancer.Ingress {
+			if a, ok := addrOf(&ing.IP); ok && set[a] {
+				shares = true
+			}
+		}
+		if !shares {
+			continue
+		}
+		ports, err := plan.DestinationPorts(os)
+		if err != nil {
+			continue
+		}
+		for proto, ps := range ports {
+			out[proto] = append(out[proto], ps...)
+		}
+	}
+	return out
+}
