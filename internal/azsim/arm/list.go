@@ -29,6 +29,9 @@ func (e *Engine) serveList(tx *Tx, w http.ResponseWriter, r *http.Request, spec 
 		pid, _ := id.Parent()
 		parent := e.res[pid.Key()]
 		if parent == nil {
+			if err := e.requireGroup(pid); err != nil {
+				return err
+			}
 			return NotFoundTopLevel(pid)
 		}
 		items = Arr(parent.Doc, "properties", spec.ChildField)

@@ -258,6 +258,10 @@ func (e *Engine) serveOperation(w http.ResponseWriter, r *http.Request, opID str
 				writeJSON(w, http.StatusOK, publicDoc(res.Doc))
 				return
 			}
+			if op.Namespace == ResourceGroupsNamespace {
+				w.WriteHeader(http.StatusOK) // as ARM answers a finished group deletion
+				return
+			}
 			w.WriteHeader(http.StatusNoContent)
 		default:
 			err := *op.Err

@@ -58,6 +58,9 @@ func (e *Engine) serveGet(w http.ResponseWriter, r *http.Request, id ResourceID)
 			w.WriteHeader(http.StatusNotFound)
 			return nil
 		}
+		if err := e.requireGroup(id); err != nil {
+			return err
+		}
 		return NotFoundTopLevel(id)
 	}
 	if r.Method == http.MethodHead {
@@ -290,6 +293,9 @@ func (e *Engine) serveChild(tx *Tx, w http.ResponseWriter, r *http.Request, cs *
 		if r.Method == http.MethodDelete {
 			w.WriteHeader(http.StatusNoContent)
 			return nil
+		}
+		if err := e.requireGroup(pid); err != nil {
+			return err
 		}
 		return NotFoundTopLevel(pid)
 	}

@@ -73,3 +73,13 @@ func setRefs(props map[string]any, key string, ids []string) {
 func inUse(code, what, id string, by []string) error {
 	return arm.BadRequest(code, "%s %s is in use by %s and cannot be deleted.", what, id, strings.Join(by, ", "))
 }
+
+// defaults fills keys that NRP always returns when the client left them out.
+func defaults(m map[string]any, kv ...any) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		k := kv[i].(string)
+		if _, ok := m[k]; !ok {
+			m[k] = kv[i+1]
+		}
+	}
+}

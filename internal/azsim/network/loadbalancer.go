@@ -166,6 +166,7 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		name := arm.Str(pool, "name")
 		pid := childID("backendAddressPools", name)
 		pp := arm.Props(pool)
+		defaults(pp, "loadBalancerBackendAddresses", []any{})
 		if vn := refID(pp, "virtualNetwork"); vn != "" && !tx.Exists(vn) {
 			return arm.InvalidReference(vn, pid)
 		}

@@ -16,6 +16,13 @@ func prepareInterface(tx *arm.Tx, w *arm.Write) error {
 	}
 	keepResourceGUID(w)
 	d, p := w.Doc, arm.Props(w.Doc)
+	defaults(d, "kind", "Regular")
+	sum := sha256.Sum256([]byte(strings.ToLower(w.ID.Scope())))
+	defaults(p, "enableAcceleratedNetworking", false, "enableIPForwarding", false, "disableTcpStateTracking", false,
+		"nicType", "Standard", "hostedWorkloads", []any{}, "tapConfigurations", []any{}, "vnetEncryptionSupported", false,
+		"allowPort25Out", true, "auxiliaryMode", "None", "auxiliarySku", "None", "defaultOutboundConnectivityEnabled", false,
+		"dnsSettings", map[string]any{"dnsServers": []any{}, "appliedDnsServers": []any{},
+			"internalDomainNameSuffix": fmt.Sprintf("%x.bx.internal.cloudapp.net", sum[:13])})
 	ipcs := childItems(d, "ipConfigurations")
 	if len(ipcs) == 0 {
 		return arm.BadRequest("NetworkInterfaceMustHaveAtLeastOneIpConfiguration", "Network interface %s must have at least one IP configuration.", w.ID)
@@ -102,7 +109,7 @@ func prepareInterface(tx *arm.Tx, w *arm.Write) error {
 	tx.ReleaseIPsExcept(w.ID.String(), keep)
 	carry(w, "virtualMachine", "macAddress")
 	if arm.Str(p, "macAddress") == "" {
-		sum := sha256.Sum256([]byte(strings.ToLower(w.ID.String())))
+		sum = sha256.Sum256([]byte(strings.ToLower(w.ID.String())))
 		p["macAddress"] = fmt.Sprintf("00-0D-3A-%02X-%02X-%02X", sum[0], sum[1], sum[2])
 	}
 	return nil
@@ -142,9 +149,8 @@ func prepareNatGateway(tx *arm.Tx, w *arm.Write) error {
 	keepResourceGUID(w)
 	d, p := w.Doc, arm.Props(w.Doc)
 	sku := arm.Obj(d, true, "sku")
-	if arm.Str(sku, "name") == "" {
-		sku["name"] = "Standard"
-	}
+	defaults(sku, "name", "Standard", "tier", "Regional")
+	defaults(p, "type", "Public")
 	if _, ok := p["idleTimeoutInMinutes"]; !ok {
 		p["idleTimeoutInMinutes"] = 4
 	}

@@ -47,6 +47,7 @@ func prepareNSG(tx *arm.Tx, w *arm.Write) error {
 		return err
 	}
 	keepResourceGUID(w)
+	defaults(arm.Props(w.Doc), "securityRules", []any{})
 	rules := childItems(w.Doc, "securityRules")
 	if len(rules) > maxRulesPerNSG {
 		return arm.BadRequest("SecurityRulesLimitReached", "Network security group %s has %d security rules, which exceeds the limit of %d.", w.ID, len(rules), maxRulesPerNSG)
@@ -94,6 +95,7 @@ func prepareRouteTable(tx *arm.Tx, w *arm.Write) error {
 		return err
 	}
 	keepResourceGUID(w)
+	defaults(arm.Props(w.Doc), "routes", []any{}, "disableBgpRoutePropagation", false)
 	for _, r := range childItems(w.Doc, "routes") {
 		p := arm.Props(r)
 		if arm.Str(p, "addressPrefix") == "" {

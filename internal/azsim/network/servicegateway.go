@@ -15,7 +15,6 @@ import (
 // Service gateway state that has no place in the SDK's properties model is
 // kept under private document keys (never sent to clients).
 const (
-	sgServicesKey  = arm.PrivatePrefix + "Services"
 	sgLocationsKey = arm.PrivatePrefix + "AddressLocations"
 )
 
@@ -28,7 +27,7 @@ func serviceGatewaySpec(e *arm.Engine) arm.TypeSpec {
 			"updateaddresslocations": {Handle: sgAction(e, updateAddressLocations)},
 			"updateservices":         {Handle: sgAction(e, updateServices)},
 			"addresslocations":       {Methods: []string{http.MethodGet}, Handle: listPrivate(sgLocationsKey)},
-			"services":               {Methods: []string{http.MethodGet}, Handle: listPrivate(sgServicesKey)},
+			"services":               {Methods: []string{http.MethodGet}, Handle: listServices},
 		},
 	}
 }
@@ -68,12 +67,15 @@ func prepareServiceGateway(tx *arm.Tx, w *arm.Write) error {
 		}
 		rt["privateIPAddress"] = ip
 	}
-	d[sgServicesKey], d[sgLocationsKey] = []any{}, []any{}
+	// NRP shows the services inline (properties.services, not in the SDK
+	// model); address locations are only served by their own GET.
+	d[sgLocationsKey], p["services"] = []any{}, []any{}
 	if old != nil {
-		for _, k := range []string{sgServicesKey, sgLocationsKey} {
-			if v, ok := old[k]; ok {
-				d[k] = v
-			}
+		if v, ok := old[sgLocationsKey]; ok {
+			d[sgLocationsKey] = v
+		}
+		if v, ok := arm.Obj(old, false, "properties")["services"]; ok {
+			p["services"] = v
 		}
 	}
 	return nil
@@ -107,6 +109,15 @@ func listPrivate(key string) func(*arm.Tx, arm.ResourceID, *arm.ActionRequest) (
 		}
 		return http.StatusOK, map[string]any{"value": v}, nil
 	}
+}
+
+func listServices(tx *arm.Tx, id arm.ResourceID, r *arm.ActionRequest) (int, any, error) {
+	doc, _ := tx.Get(id.String())
+	v, _ := arm.Obj(doc, false, "properties")["services"].([]any)
+	if v == nil {
+		v = []any{}
+	}
+	return http.StatusOK, map[string]any{"value": v}, nil
 }
 
 func updateAddressLocations(tx *arm.Tx, id arm.ResourceID, doc, body map[string]any) error {
@@ -192,7 +203,7 @@ func updateServices(tx *arm.Tx, id arm.ResourceID, doc, body map[string]any) err
 	full := req.Action != nil && strings.EqualFold(string(*req.Action), "FullUpdate")
 	current := map[string]any{}
 	if !full {
-		raw, _ := doc[sgServicesKey].([]any)
+		raw, _ := arm.Props(doc)["services"].([]any)
 		for _, s := range raw {
 			if m, ok := s.(map[string]any); ok {
 				current[arm.Str(m, "name")] = m
@@ -233,7 +244,7 @@ func updateServices(tx *arm.Tx, id arm.ResourceID, doc, body map[string]any) err
 	for _, k := range sortedKeys(current) {
 		out = append(out, current[k])
 	}
-	doc[sgServicesKey] = out
+	arm.Props(doc)["services"] = out
 	return nil
 }
 

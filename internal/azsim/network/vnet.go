@@ -17,6 +17,8 @@ func prepareVNet(tx *arm.Tx, w *arm.Write) error {
 		return err
 	}
 	keepResourceGUID(w)
+	defaults(arm.Props(w.Doc), "subnets", []any{}, "virtualNetworkPeerings", []any{}, "enableDdosProtection", false,
+		"privateEndpointVNetPolicies", "Disabled")
 	var space []netip.Prefix
 	for _, s := range stringsAt(w.Doc, "properties", "addressSpace", "addressPrefixes") {
 		p, err := netip.ParsePrefix(s)
@@ -63,6 +65,7 @@ func prepareVNet(tx *arm.Tx, w *arm.Write) error {
 			seen = append(seen, p)
 		}
 		props := arm.Props(sn)
+		defaults(props, "delegations", []any{}, "privateEndpointNetworkPolicies", "Disabled", "privateLinkServiceNetworkPolicies", "Enabled")
 		for _, ref := range []string{"networkSecurityGroup", "routeTable", "natGateway", "serviceGateway"} {
 			if err := requireRef(tx, refID(props, ref), sid); err != nil {
 				return err
