@@ -1,0 +1,146 @@
+package arm
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// ListCache caches the result of one LIST per key (a resource group, a scale set ...), with a
+// TTL and explicit invalidation. Concurrent misses of a key share one LIST. An invalidation
+// during a LIST makes that LIST's result unusable for later callers, so a writer that
+// invalidates after its PUT never sees its own change undone by an older read.
+type ListCache[T any] struct {
+	name string
+	ttl  time.Duration
+	// minRefresh bounds how often Lookup re-lists a key to find an item it does not contain.
+	minRefresh time.Duration
+	list       func(ctx context.Context, key string) ([]T, error)
+	now        func() time.Time
+	metrics    *Metrics
+
+	mu      sync.Mutex
+	entries map[string]listEntry[T]
+	gens    map[string]uint64
+	group   singleflight.Group
+}
+
+type listEntry[T any] struct {
+	items   []T
+	fetched time.Time
+}
+
+// NewListCache creates a cache. A ttl <= 0 disables caching (every Get lists).
+func NewListCache[T any](name string, ttl time.Duration, list func(ctx context.Context, key string) ([]T, error),
+	now func() time.Time, m *Metrics) *ListCache[T] {
+	if now == nil {
+		now = time.Now
+	}
+	minRefresh := 5 * time.Second
+	if ttl > 0 && ttl < minRefresh {
+		minRefresh = ttl
+	}
+	return &ListCache[T]{name: name, ttl: ttl, minRefresh: minRefresh, list: list, now: now, metrics: m,
+		entries: map[string]listEntry[T]{}, gens: map[string]uint64{}}
+}
+
+// Get returns the items of key, listing them when missing or older than the TTL.
+func (c *ListCache[T]) Get(ctx context.Context, key string) ([]T, error) {
+	items, _, err := c.get(ctx, strings.ToLower(key), 0)
+	return items, err
+}
+
+// Lookup returns the first item of key for which match is true. When none matches and the
+// cached list is older than a few seconds, it lists once more: a VM created after the last
+// LIST is found without waiting for the TTL, while a burst of lookups for a missing item
+// still costs at most one LIST per interval.
+func (c *ListCache[T]) Lookup(ctx context.Context, key string, match func(T) bool) (T, bool, error) {
+	key = strings.ToLower(key)
+	items, fetched, err := c.get(ctx, key, 0)
+	var zero T
+	if err != nil {
+		return zero, false, err
+	}
+	for _, it := range items {
+		if match(it) {
+			return it, true, nil
+		}
+	}
+	if c.now().Sub(fetched) < c.minRefresh {
+		return zero, false, nil
+	}
+	items, _, err = c.get(ctx, key, c.minRefresh)
+	if err != nil {
+		return zero, false, err
+	}
+	for _, it := range items {
+		if match(it) {
+			return it, true, nil
+		}
+	}
+	return zero, false, nil
+}
+
+// get returns cached items younger than maxAge (0: the TTL).
+func (c *ListCache[T]) get(ctx context.Context, key string, maxAge time.Duration) ([]T, time.Time, error) {
+	if maxAge <= 0 {
+		maxAge = c.ttl
+	}
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	gen := c.gens[key]
+	c.mu.Unlock()
+	if ok && c.ttl > 0 && c.now().Sub(e.fetched) < maxAge {
+		return e.items, e.fetched, nil
+	}
+	reason := "miss"
+	if ok {
+		reason = "expired"
+	}
+	v, err, _ := c.group.Do(key+"#"+strconv.FormatUint(gen, 10), func() (any, error) {
+		c.metrics.observeCacheRefresh(c.name, reason)
+		started := c.now()
+		items, err := c.list(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		e := listEntry[T]{items: items, fetched: started}
+		c.mu.Lock()
+		if c.gens[key] == gen {
+			c.entries[key] = e
+		}
+		c.mu.Unlock()
+		return e, nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	e = v.(listEntry[T])
+	return e.items, e.fetched, nil
+}
+
+// Invalidate drops key; the next Get lists again.
+func (c *ListCache[T]) Invalidate(key string) {
+	key = strings.ToLower(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+	c.gens[key]++
+}
+
+// InvalidateAll drops every key.
+func (c *ListCache[T]) InvalidateAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.entries {
+		c.gens[k]++
+	}
+	for k := range c.gens {
+		c.gens[k]++
+	}
+	c.entries = map[string]listEntry[T]{}
+}

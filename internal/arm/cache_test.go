@@ -1,0 +1,124 @@
+package arm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestListCacheTTLInvalidateAndLookup(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	calls := map[string]int{}
+	data := map[string][]string{"rg": {"a", "b"}}
+	var fail error
+	c := NewListCache("test", time.Minute, func(_ context.Context, key string) ([]string, error) {
+		calls[key]++
+		if fail != nil {
+			return nil, fail
+		}
+		return append([]string(nil), data[key]...), nil
+	}, clk.now, NewMetrics())
+	ctx := context.Background()
+
+	for i := 0; i < 3; i++ {
+		if got, err := c.Get(ctx, "RG"); err != nil || len(got) != 2 {
+			t.Fatalf("get: %v %v", got, err)
+		}
+	}
+	if calls["rg"] != 1 {
+		t.Fatalf("lists = %d, want 1 (keys are case-insensitive, cached)", calls["rg"])
+	}
+	clk.add(61 * time.Second)
+	_, _ = c.Get(ctx, "rg")
+	if calls["rg"] != 2 {
+		t.Fatalf("expired entry not refreshed: %d", calls["rg"])
+	}
+	data["rg"] = append(data["rg"], "c")
+	c.Invalidate("rg")
+	got, _ := c.Get(ctx, "rg")
+	if calls["rg"] != 3 || len(got) != 3 {
+		t.Fatalf("invalidate: calls=%d got=%v", calls["rg"], got)
+	}
+
+	// Lookup of a missing item re-lists at most once per minRefresh.
+	match := func(name string) func(string) bool { return func(s string) bool { return s == name } }
+	if _, ok, _ := c.Lookup(ctx, "rg", match("zz")); ok {
+		t.Fatal("found missing item")
+	}
+	if calls["rg"] != 3 {
+		t.Fatalf("fresh list must not be re-read: %d", calls["rg"])
+	}
+	clk.add(6 * time.Second)
+	data["rg"] = append(data["rg"], "zz")
+	if _, ok, _ := c.Lookup(ctx, "rg", match("zz")); !ok || calls["rg"] != 4 {
+		t.Fatalf("new item not found by a refresh: calls=%d", calls["rg"])
+	}
+	if _, ok, _ := c.Lookup(ctx, "rg", match("a")); !ok || calls["rg"] != 4 {
+		t.Fatalf("present item must come from cache: calls=%d", calls["rg"])
+	}
+
+	// Errors are returned and not cached.
+	c.InvalidateAll()
+	fail = errors.New("boom")
+	if _, err := c.Get(ctx, "rg"); err == nil {
+		t.Fatal("want error")
+	}
+	fail = nil
+	if got, err := c.Get(ctx, "rg"); err != nil || len(got) != 4 {
+		t.Fatalf("after error: %v %v", got, err)
+	}
+}
+
+func TestListCacheInvalidateDuringList(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	version := 1
+	c := NewListCache("test", time.Hour, func(_ context.Context, _ string) ([]int, error) {
+		v := version
+		if v == 1 {
+			close(started)
+			<-release
+		}
+		return []int{v}, nil
+	}, nil, nil)
+	done := make(chan []int)
+	go func() {
+		got, _ := c.Get(context.Background(), "k")
+		done <- got
+	}()
+	<-started
+	// A writer changes the resource and invalidates while the old LIST is in flight.
+	version = 2
+	c.Invalidate("k")
+	close(release)
+	if got := <-done; got[0] != 1 {
+		t.Fatalf("in-flight caller got %v", got)
+	}
+	got, _ := c.Get(context.Background(), "k")
+	if got[0] != 2 {
+		t.Fatalf("stale list stored after invalidation: %v", got)
+	}
+}
+
+func TestListCacheDisabled(t *testing.T) {
+	n := 0
+	c := NewListCache("test", 0, func(context.Context, string) ([]int, error) { n++; return []int{n}, nil }, nil, nil)
+	_, _ = c.Get(context.Background(), "k")
+	_, _ = c.Get(context.Background(), "k")
+	if n != 2 {
+		t.Fatalf("ttl 0 must not cache: %d lists", n)
+	}
+}

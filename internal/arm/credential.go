@@ -1,0 +1,127 @@
+package arm
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
+)
+
+// wellKnownAuthorityHosts are the hosts MSAL trusts without instance discovery. For any other
+// host MSAL would ask login.microsoftonline.com first, which fails in a sovereign/private or
+// local (azsim) cloud; so for those we disable instance discovery.
+var wellKnownAuthorityHosts = map[string]bool{
+	"login.microsoftonline.com": true, "login.microsoftonline.us": true, "login.microsoftonline.de": true,
+	"login.windows.net": true, "login.microsoft.com": true, "sts.windows.net": true,
+	"login.chinacloudapi.cn": true, "login.partner.microsoftonline.cn": true,
+	"login-us.microsoftonline.com": true, "login.usgovcloudapi.net": true,
+}
+
+// IsWellKnownAuthorityHost reports whether authority (a URL) is a public-cloud login host.
+func IsWellKnownAuthorityHost(authority string) bool {
+	u, err := url.Parse(authority)
+	if err != nil {
+		return false
+	}
+	return wellKnownAuthorityHosts[strings.ToLower(u.Hostname())]
+}
+
+// AuthMethod names the login method chosen from the configuration.
+type AuthMethod string
+
+// Login methods, in precedence order (the existing provider's).
+const (
+	AuthWorkloadIdentity  AuthMethod = "workload-identity"
+	AuthManagedIdentity   AuthMethod = "managed-identity"
+	AuthClientSecret      AuthMethod = "client-secret"
+	AuthClientCertificate AuthMethod = "client-certificate"
+)
+
+// ChooseAuthMethod picks the login method from azure.json.
+func ChooseAuthMethod(cfg *config.Config) (AuthMethod, error) {
+	switch {
+	case cfg.UseFederatedWorkloadIdentityExtension:
+		return AuthWorkloadIdentity, nil
+	case cfg.UseManagedIdentityExtension:
+		return AuthManagedIdentity, nil
+	case cfg.AADClientSecret != "":
+		return AuthClientSecret, nil
+	case cfg.AADClientCertPath != "":
+		return AuthClientCertificate, nil
+	}
+	return "", fmt.Errorf("no credentials configured: set aadClientId with aadClientSecret or aadClientCertPath, " +
+		"useManagedIdentityExtension, or aadFederatedTokenFile (AZURE_FEDERATED_TOKEN_FILE)")
+}
+
+// NewCredential builds the azidentity credential for the configured login method and cloud.
+// transport (optional) is the HTTP client for token requests. Errors never contain a secret.
+func NewCredential(cfg *config.Config, env config.Environment, transport policy.Transporter) (azcore.TokenCredential, AuthMethod, error) {
+	method, err := ChooseAuthMethod(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	co := azcore.ClientOptions{Cloud: env.CloudConfiguration(), Transport: transport}
+	disableDiscovery := !IsWellKnownAuthorityHost(env.ActiveDirectoryEndpoint)
+
+	var cred azcore.TokenCredential
+	switch method {
+	case AuthWorkloadIdentity:
+		cred, err = azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+			ClientOptions: co, ClientID: cfg.AADClientID, TenantID: cfg.TenantID,
+			TokenFilePath: cfg.AADFederatedTokenFile, DisableInstanceDiscovery: disableDiscovery,
+		})
+	case AuthManagedIdentity:
+		opts := &azidentity.ManagedIdentityCredentialOptions{ClientOptions: co}
+		if id := cfg.UserAssignedIdentityID; id != "" {
+			if strings.Contains(strings.ToLower(id), "/subscriptions/") {
+				opts.ID = azidentity.ResourceID(id)
+			} else {
+				opts.ID = azidentity.ClientID(id)
+			}
+		}
+		cred, err = azidentity.NewManagedIdentityCredential(opts)
+	case AuthClientSecret:
+		cred, err = azidentity.NewClientSecretCredential(cfg.TenantID, cfg.AADClientID, cfg.AADClientSecret.Value(),
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: co, DisableInstanceDiscovery: disableDiscovery})
+	case AuthClientCertificate:
+		var data []byte
+		data, err = os.ReadFile(cfg.AADClientCertPath)
+		if err != nil {
+			return nil, method, fmt.Errorf("aadClientCertPath: %w", err)
+		}
+		certs, key, perr := azidentity.ParseCertificates(data, []byte(cfg.AADClientCertPassword.Value()))
+		if perr != nil {
+			// The parser's message never includes the password; name the file and key.
+			return nil, method, fmt.Errorf("aadClientCertPath %s: cannot read certificate and key (check aadClientCertPassword): %w",
+				cfg.AADClientCertPath, perr)
+		}
+		cred, err = azidentity.NewClientCertificateCredential(cfg.TenantID, cfg.AADClientID, certs, key,
+			&azidentity.ClientCertificateCredentialOptions{ClientOptions: co, SendCertificateChain: true,
+				DisableInstanceDiscovery: disableDiscovery})
+	}
+	if err != nil {
+		return nil, method, fmt.Errorf("%s login: %w", method, redactErr(err, cfg))
+	}
+	return cred, method, nil
+}
+
+// redactErr makes sure no configured secret ends up in an error message.
+func redactErr(err error, cfg *config.Config) error {
+	msg := err.Error()
+	clean := msg
+	for _, s := range []string{cfg.AADClientSecret.Value(), cfg.AADClientCertPassword.Value()} {
+		if s != "" {
+			clean = strings.ReplaceAll(clean, s, "REDACTED")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return fmt.Errorf("%s", clean)
+}
