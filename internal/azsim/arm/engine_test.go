@@ -100,7 +100,7 @@ func TestComputeStyleMergeAndCounterETags(t *testing.T) {
 		t.Fatalf("rg delete %d %v", r.StatusCode, r.Header)
 	}
 	loc := strings.TrimPrefix(r.Header.Get("Location"), "https://azsim.test")
-	if r, _ := do(t, e, "GET", loc, ""); r.StatusCode != 204 {
+	if r, _ := do(t, e, "GET", loc, ""); r.StatusCode != 200 {
 		t.Fatalf("operation result %d", r.StatusCode)
 	}
 	if got := e.ListResources("Microsoft.Compute/virtualMachineScaleSets"); len(got) != 0 {
