@@ -25,7 +25,8 @@ step() { # step <name> <required:yes|no> <cmd...>
   elif [[ $required == yes ]]; then
     echo "FAIL        $name"; sed 's/^/    /' "$WORK/step.err" | tail -5; failures=$((failures + 1))
   else
-    echo "known-broken $name: $(grep -m1 -E 'Error|error' "$WORK/step.err" || tail -1 "$WORK/step.err")"
+    # The last "SomethingError: ..." line of a Python traceback names the defect.
+    echo "known-broken $name: $(grep -E '^[A-Za-z.]*(Error|Exception):' "$WORK/step.err" | tail -1 || tail -1 "$WORK/step.err")"
   fi
 }
 

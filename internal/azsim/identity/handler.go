@@ -56,6 +56,9 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{tenant}/v2.0/.well-known/openid-configuration", s.openIDConfig)
 	// ADFS-style authorities (the Azure CLI's offline login) ask without "v2.0".
 	mux.HandleFunc("GET /{tenant}/.well-known/openid-configuration", s.openIDConfig)
+	// The Azure CLI with an ADFS authority ("<host>/adfs" plus tenant "adfs") asks for
+	// "/adfs/adfs/.well-known/openid-configuration": answer for the first segment's tenant.
+	mux.HandleFunc("GET /{tenant}/{sub}/.well-known/openid-configuration", s.openIDConfig)
 	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", s.token)
 	mux.HandleFunc("POST /{tenant}/oauth2/token", s.token)
 	mux.HandleFunc("GET /common/discovery/instance", s.instanceDiscovery)

@@ -102,6 +102,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	for _, reg := range registerTypes {
 		reg(s.engine)
 	}
+	s.engine.AddRoute(matchGenericList, genericList(s.engine))
 	if len(st.Engine) > 0 {
 		if err := s.engine.Restore(st.Engine); err != nil {
 			return nil, fmt.Errorf("azsim: restoring %s: %w", opts.StateFile, err)

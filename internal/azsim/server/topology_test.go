@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +145,42 @@ func mustNormalize(t *testing.T, topo *topology.Topology) *topology.Topology {
 		t.Fatal(err)
 	}
 	return n
+}
+
+func TestGenericResourceList(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	topo, err := topology.Parse([]byte(fullTopology))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, Options{IMDSAddr: "off"})
+	if _, err := s.Seed(ctx, topo); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{"/subscriptions/" + sub + "/resourceGroups/rg-other/resources", []string{"Other-VM-0", "Other-VM-0-nic"}},
+		{"/subscriptions/" + sub + "/resources?$filter=resourceGroup%20eq%20'rg-other'", []string{"Other-VM-0", "Other-VM-0-nic"}},
+	} {
+		rec := httptest.NewRecorder()
+		req, _ := http.NewRequest(http.MethodGet, "https://azsim"+tc.path+"&api-version=2021-04-01", nil)
+		if !strings.Contains(tc.path, "?") {
+			req, _ = http.NewRequest(http.MethodGet, "https://azsim"+tc.path+"?api-version=2021-04-01", nil)
+		}
+		s.Engine().ServeHTTP(rec, req)
+		var page struct {
+			Value []struct{ Name, Type string }
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &page)
+		var names []string
+		for _, v := range page.Value {
+			names = append(names, v.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: %d %v, want %v", tc.path, rec.Code, names, tc.want)
+		}
+	}
 }
