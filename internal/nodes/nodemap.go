@@ -1,0 +1,115 @@
+package nodes
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// NodeMap is the informer-maintained view of nodes that lookups by node name need (routes get
+// only a node name): resource group (label kubernetes.azure.com/resource-group), on-prem
+// flag, addresses. It is fed by the shared node informer.
+type NodeMap struct {
+	mu     sync.RWMutex
+	nodes  map[string]*v1.Node
+	synced func() bool
+}
+
+// NewNodeMap returns an empty map.
+func NewNodeMap() *NodeMap { return &NodeMap{nodes: map[string]*v1.Node{}} }
+
+// Watch registers the map with a node informer.
+func (m *NodeMap) Watch(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.Set(asNode(obj)) },
+		UpdateFunc: func(_, obj any) { m.Set(asNode(obj)) },
+		DeleteFunc: func(obj any) {
+			if n := asNode(obj); n != nil {
+				m.Delete(n.Name)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.synced = inf.HasSynced
+	m.mu.Unlock()
+	return nil
+}
+
+func asNode(obj any) *v1.Node {
+	switch o := obj.(type) {
+	case *v1.Node:
+		return o
+	case cache.DeletedFinalStateUnknown:
+		n, _ := o.Obj.(*v1.Node)
+		return n
+	}
+	return nil
+}
+
+// Set records a node (the object is shared with the informer and must not be modified).
+func (m *NodeMap) Set(n *v1.Node) {
+	if n == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes[n.Name] = n
+}
+
+// Delete forgets a node.
+func (m *NodeMap) Delete(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.nodes, name)
+}
+
+// Get returns a node by name.
+func (m *NodeMap) Get(name string) (*v1.Node, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n, ok := m.nodes[name]
+	return n, ok
+}
+
+// Synced reports whether the informer has delivered its initial list (true without informer).
+func (m *NodeMap) Synced() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.synced == nil || m.synced()
+}
+
+// ResourceGroups returns def plus every resource group named by a node label, lower case, sorted.
+func (m *NodeMap) ResourceGroups(def string) []string {
+	set := map[string]bool{strings.ToLower(def): true}
+	m.mu.RLock()
+	for _, n := range m.nodes {
+		if rg := n.Labels[LabelResourceGroup]; rg != "" {
+			set[strings.ToLower(rg)] = true
+		}
+	}
+	m.mu.RUnlock()
+	out := make([]string, 0, len(set))
+	for rg := range set {
+		out = append(out, rg)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ResourceGroupOf returns the resource group of a node by name (label, else def).
+func (m *NodeMap) ResourceGroupOf(name, def string) string {
+	n, _ := m.Get(name)
+	return ResourceGroupOf(n, def)
+}
+
+// IsUnmanaged reports an on-prem node by name.
+func (m *NodeMap) IsUnmanaged(name string) bool {
+	n, ok := m.Get(name)
+	return ok && IsUnmanaged(n)
+}
