@@ -37,8 +37,13 @@ func (h *handler) derive(tx *arm.Tx, changed []string) {
 		}
 		addDataDisks(diskVM, vm, vmID)
 	}
-	for _, vm := range tx.List(TypeVMSSVM, "") {
-		addDataDisks(diskVM, vm, arm.Str(vm, "id"))
+	disks := tx.List(TypeDisk, "")
+	if len(disks) > 0 {
+		// Scale sets can be large; only look at their instances when there
+		// are disks they could hold.
+		for _, vm := range tx.List(TypeVMSSVM, "") {
+			addDataDisks(diskVM, vm, arm.Str(vm, "id"))
+		}
 	}
 
 	for _, as := range tx.List(TypeAvailSet, "") {
@@ -71,7 +76,7 @@ func (h *handler) derive(tx *arm.Tx, changed []string) {
 			return nil
 		})
 	}
-	for _, d := range tx.List(TypeDisk, "") {
+	for _, d := range disks {
 		id := arm.Str(d, "id")
 		want := diskVM[arm.KeyOf(id)]
 		state := "Unattached"

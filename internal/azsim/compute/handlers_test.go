@@ -570,6 +570,30 @@ func TestDisks(t *testing.T) {
 	v.must(err, "detach")
 	_, err = dp.PollUntilDone(v.ctx, fastPoll)
 	v.must(err, "detach")
+	// Scale set instances hold disks too.
+	v.putScaleSet("ss", v.scaleSet(1, []string{"1"}, false), nil)
+	sp, err := v.comp.NewVirtualMachineScaleSetVMsClient().BeginAttachDetachDataDisks(v.ctx, rg, "ss", "0", armcompute.AttachDetachDataDisksRequest{
+		DataDisksToAttach: []*armcompute.DataDisksToAttach{{DiskID: d.ID, Lun: to.Ptr[int32](3)}},
+	}, nil)
+	v.must(err, "attach to instance")
+	_, err = sp.PollUntilDone(v.ctx, fastPoll)
+	v.must(err, "attach to instance")
+	d3, err := disks.Get(v.ctx, rg, "data", nil)
+	v.must(err, "get disk")
+	if d3.ManagedBy == nil || !strings.HasSuffix(*d3.ManagedBy, "/virtualMachineScaleSets/ss/virtualMachines/0") {
+		t.Errorf("disk on instance: managedBy %v", d3.ManagedBy)
+	}
+	_, err = vms.BeginAttachDetachDataDisks(v.ctx, rg, "vm", armcompute.AttachDetachDataDisksRequest{
+		DataDisksToAttach: []*armcompute.DataDisksToAttach{{DiskID: d.ID}},
+	}, nil)
+	wantStatus(t, err, http.StatusConflict, "OperationNotAllowed")
+	sp, err = v.comp.NewVirtualMachineScaleSetVMsClient().BeginAttachDetachDataDisks(v.ctx, rg, "ss", "0", armcompute.AttachDetachDataDisksRequest{
+		DataDisksToDetach: []*armcompute.DataDisksToDetach{{DiskID: d.ID}},
+	}, nil)
+	v.must(err, "detach from instance")
+	_, err = sp.PollUntilDone(v.ctx, fastPoll)
+	v.must(err, "detach from instance")
+
 	del, err := disks.BeginDelete(v.ctx, rg, "data", nil)
 	v.must(err, "delete detached disk")
 	_, err = del.PollUntilDone(v.ctx, fastPoll)
