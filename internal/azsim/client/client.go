@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -233,15 +234,7 @@ func (c *Client) VMAction(ctx context.Context, id, action string) error {
 // IsNotFound reports whether err is a 404 from the control API.
 func IsNotFound(err error) bool {
 	var e *APIError
-	return asAPIError(err, &e) && e.Status == http.StatusNotFound
-}
-
-func asAPIError(err error, target **APIError) bool {
-	e, ok := err.(*APIError)
-	if ok {
-		*target = e
-	}
-	return ok
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
 
 // Latency returns the latency model.
