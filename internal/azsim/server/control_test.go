@@ -2,8 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +86,33 @@ func TestControlAPIThroughClient(t *testing.T) {
 	}
 	if s.IMDS().DefaultVM() != "" {
 		t.Error("reset kept the IMDS default VM")
+	}
+}
+
+func TestEnvAndEnvironmentFile(t *testing.T) {
+	s := start(t, Options{IMDSAddr: "off"})
+	env := map[string]string{}
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	if env["AZSIM_URL"] != s.URL() || env["SSL_CERT_FILE"] != s.CABundleFile() || env["AZURE_CLIENT_SECRET"] != DefaultClientSecret ||
+		env["AZURE_ENVIRONMENT_FILEPATH"] != s.EnvironmentFile() || env["IDENTITY_ENDPOINT"] != "" {
+		t.Errorf("env = %v", env)
+	}
+	b, err := os.ReadFile(s.EnvironmentFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]string
+	if err := json.Unmarshal(b, &doc); err != nil || doc["resourceManagerEndpoint"] != s.URL()+"/" || doc["tokenAudience"] == "" {
+		t.Errorf("environment file: %s %v", b, err)
+	}
+	p := filepath.Join(t.TempDir(), "env")
+	if err := s.WriteEnvFile(p); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); !strings.Contains(string(b), "export AZSIM_URL='"+s.URL()+"'\n") {
+		t.Errorf("env file:\n%s", b)
 	}
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -20,6 +22,9 @@ func (s *Server) Env() []string {
 		"AZURE_AUTHORITY_HOST":  s.url + "/",
 		"AZURE_TENANT_ID":       creds.TenantID,
 		"AZURE_SUBSCRIPTION_ID": s.opts.SubscriptionID,
+	}
+	if s.envFile != "" {
+		env["AZURE_ENVIRONMENT_FILEPATH"] = s.envFile
 	}
 	for _, c := range creds.Clients {
 		if c.Secret != "" {
@@ -48,4 +53,34 @@ func (s *Server) WriteEnvFile(path string) error {
 		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// AzureEnvironment is the Azure Stack style environment document (AZURE_ENVIRONMENT_FILEPATH)
+// that points a cloud provider at this azsim: ARM and Entra ID on azsim's URL.
+func (s *Server) AzureEnvironment() map[string]any {
+	base := s.url + "/"
+	return map[string]any{
+		"name":                       s.opts.CloudName,
+		"resourceManagerEndpoint":    base,
+		"activeDirectoryEndpoint":    base,
+		"tokenAudience":              "https://management.azure.com/",
+		"serviceManagementEndpoint":  "https://management.core.windows.net/",
+		"graphEndpoint":              base,
+		"storageEndpointSuffix":      "core.windows.net",
+		"keyVaultDNSSuffix":          "vault.azure.net",
+		"containerRegistryDNSSuffix": "azurecr.io",
+		"resourceManagerVMDNSSuffix": "cloudapp.azure.com",
+	}
+}
+
+// EnvironmentFile is the path of the AzureEnvironment document written at start.
+func (s *Server) EnvironmentFile() string { return s.envFile }
+
+func (s *Server) writeEnvironmentFile(dir string) error {
+	b, err := json.MarshalIndent(s.AzureEnvironment(), "", "  ")
+	if err != nil {
+		return err
+	}
+	s.envFile = filepath.Join(dir, "azure-environment.json")
+	return os.WriteFile(s.envFile, b, 0o644)
 }

@@ -37,6 +37,7 @@ type Server struct {
 	bundle   *certs.Bundle
 	files    certs.Files
 	tmpDir   string
+	envFile  string
 
 	httpsSrv, imdsSrv *http.Server
 	url, imdsURL      string
@@ -126,6 +127,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.url = "https://" + urlHost(ln.Addr().(*net.TCPAddr))
 	s.issuerAudiences()
+	if err := s.writeEnvironmentFile(dir); err != nil {
+		return nil, err
+	}
 	s.httpsSrv = &http.Server{
 		Handler:           s.mainHandler(),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{b.TLS}, MinVersion: tls.VersionTLS12},
