@@ -191,6 +191,9 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	delay := m.Latency().DelayFor(op)
+	// Pass-through LRO faults are merged so that a slow and a failing rule both apply.
+	var lroDur *time.Duration
+	var failCode, failMsg string
 	for _, f := range m.faults.pick(op, r.URL.Path) {
 		m.counters.addFault()
 		switch f.Kind {
@@ -198,10 +201,9 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delay += time.Duration(f.Delay)
 		case FaultSlowLRO:
 			d := time.Duration(f.LRODuration)
-			r = m.opts.LRO(r, &d, "", "")
+			lroDur = &d
 		case FaultLROFailed:
-			_, code, msg := f.armError()
-			r = m.opts.LRO(r, nil, code, msg)
+			_, failCode, failMsg = f.armError()
 		default:
 			if err := m.sleep(r, delay); err != nil {
 				return
@@ -217,6 +219,9 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeARMError(sw, status, code, msg)
 			return
 		}
+	}
+	if lroDur != nil || failCode != "" {
+		r = m.opts.LRO(r, lroDur, failCode, failMsg)
 	}
 	if err := m.sleep(r, delay); err != nil {
 		return

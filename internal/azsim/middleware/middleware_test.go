@@ -82,11 +82,11 @@ func TestThrottleBuckets(t *testing.T) {
 func TestFaultRules(t *testing.T) {
 	var lroCalls []string
 	m, _, slept, calls := newTestMiddleware(Options{Seed: 42, LRO: func(r *http.Request, d *time.Duration, code, msg string) *http.Request {
+		call := "fail:" + code
 		if d != nil {
-			lroCalls = append(lroCalls, "slow:"+d.String())
-		} else {
-			lroCalls = append(lroCalls, "fail:"+code)
+			call = "slow:" + d.String() + "," + call
 		}
+		lroCalls = append(lroCalls, call)
 		return r
 	}})
 	mustAdd := func(f Fault) Fault {
@@ -140,7 +140,11 @@ func TestFaultRules(t *testing.T) {
 	if len(*slept) != 1 || (*slept)[0] != 2*time.Second {
 		t.Errorf("slept %v", *slept)
 	}
-	if strings.Join(lroCalls, ",") != "fail:InternalServerError,slow:1m0s" {
+	// Both LRO rules hit the second PUT: one hook call carries both.
+	mustAdd(Fault{Kind: FaultSlowLRO, Method: "PUT", LRODuration: Duration(time.Second)})
+	mustAdd(Fault{Kind: FaultLROFailed, Method: "PUT", Code: "Boom"})
+	do(m, "PUT", lbPath)
+	if strings.Join(lroCalls, ";") != "fail:InternalServerError;slow:1m0s,fail:;slow:1s,fail:Boom" {
 		t.Errorf("LRO hook calls = %v", lroCalls)
 	}
 	for _, f := range m.Faults() {
