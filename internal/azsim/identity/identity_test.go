@@ -346,3 +346,23 @@ func TestResourceFromScope(t *testing.T) {
 		}
 	}
 }
+
+// TestADFSTenantNeedsNoInstanceDiscovery is the unmodified-CCM path: tenant "adfs" keeps MSAL
+// from calling login.microsoftonline.com even without DisableInstanceDiscovery.
+func TestADFSTenantNeedsNoInstanceDiscovery(t *testing.T) {
+	f := newFixture(t)
+	cred, err := azidentity.NewClientSecretCredential("adfs", "sp-secret", "s3cret",
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: f.clientOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tok, err := cred.GetToken(ctx, armScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := f.callProtected(t, tok.Token); code != 200 {
+		t.Fatalf("token refused: %d", code)
+	}
+}
