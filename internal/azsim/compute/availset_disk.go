@@ -33,7 +33,7 @@ func (h *handler) prepareAvailabilitySet(tx *arm.Tx, w *arm.Write) error {
 		return invalidParameter("platformUpdateDomainCount", "The specified update domain count %d must fall in the range 1 to 20.", n)
 	}
 	if w.IsCreate() {
-		p.VirtualMachines = nil
+		p.VirtualMachines = []*armcompute.SubResource{}
 	} else {
 		var old armcompute.AvailabilitySet
 		if err := decode(w.Old, &old); err != nil {
@@ -92,6 +92,7 @@ func (h *handler) prepareDisk(tx *arm.Tx, w *arm.Write) error {
 		d.ManagedBy = old.ManagedBy
 		p.UniqueID, p.TimeCreated, p.DiskState = old.Properties.UniqueID, old.Properties.TimeCreated, old.Properties.DiskState
 	}
+	DefaultDisk(&d)
 	if p.DiskSizeGB != nil {
 		p.DiskSizeBytes = to.Ptr(int64(*p.DiskSizeGB) << 30)
 	}

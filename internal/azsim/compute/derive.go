@@ -53,11 +53,7 @@ func (h *handler) derive(tx *arm.Tx, changed []string) {
 			continue
 		}
 		_ = tx.Update(id, func(doc map[string]any) error {
-			if len(want) == 0 {
-				delete(arm.Props(doc), "virtualMachines")
-			} else {
-				arm.Props(doc)["virtualMachines"] = arm.Refs(normIDsKeepCase(want))
-			}
+			arm.Props(doc)["virtualMachines"] = arm.Refs(normIDsKeepCase(want))
 			return nil
 		})
 	}

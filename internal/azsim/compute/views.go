@@ -208,6 +208,16 @@ func NewUniformInstance(ss *armcompute.VirtualMachineScaleSet, ssID string, p Pl
 			},
 			DataDisks: []*armcompute.DataDisk{},
 		}
+		if sp := prof.StorageProfile; sp != nil {
+			vm.Properties.StorageProfile.ImageReference = Clone(sp.ImageReference)
+			if od := sp.OSDisk; od != nil {
+				d := vm.Properties.StorageProfile.OSDisk
+				d.OSType, d.Caching, d.DiskSizeGB = od.OSType, od.Caching, od.DiskSizeGB
+				if od.ManagedDisk != nil {
+					d.ManagedDisk = &armcompute.ManagedDiskParameters{StorageAccountType: od.ManagedDisk.StorageAccountType}
+				}
+			}
+		}
 	}
 	ApplyScaleSetModel(vm, ss)
 	SyncUniformNetworkProfile(vm)

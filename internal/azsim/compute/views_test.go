@@ -24,6 +24,10 @@ func testScaleSet() *armcompute.VirtualMachineScaleSet {
 		Properties: &armcompute.VirtualMachineScaleSetProperties{
 			VirtualMachineProfile: &armcompute.VirtualMachineScaleSetVMProfile{
 				OSProfile: &armcompute.VirtualMachineScaleSetOSProfile{ComputerNamePrefix: to.Ptr("node"), AdminUsername: to.Ptr("azure")},
+				StorageProfile: &armcompute.VirtualMachineScaleSetStorageProfile{
+					ImageReference: &armcompute.ImageReference{Offer: to.Ptr("ubuntu")},
+					OSDisk:         &armcompute.VirtualMachineScaleSetOSDisk{DiskSizeGB: to.Ptr[int32](30)},
+				},
 				NetworkProfile: &armcompute.VirtualMachineScaleSetNetworkProfile{
 					NetworkInterfaceConfigurations: []*armcompute.VirtualMachineScaleSetNetworkConfiguration{{
 						Name: to.Ptr("nic0"),
@@ -58,6 +62,9 @@ func TestNewUniformInstance(t *testing.T) {
 	}
 	if len(vm.Zones) != 1 || *vm.Zones[0] != "2" || *vm.SKU.Name != "Standard_D2s_v3" || *vm.Tags["k"] != "v" {
 		t.Errorf("zones/sku/tags: %+v", vm)
+	}
+	if sp := vm.Properties.StorageProfile; sp.ImageReference == nil || *sp.ImageReference.Offer != "ubuntu" || *sp.OSDisk.DiskSizeGB != 30 {
+		t.Errorf("storage profile not taken from the model: %+v", sp)
 	}
 	nics := vm.Properties.NetworkProfile.NetworkInterfaces
 	if len(nics) != 1 || *nics[0].ID != testSSID+"/virtualMachines/11/networkInterfaces/nic0" || !*nics[0].Properties.Primary {

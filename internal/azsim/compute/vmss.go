@@ -65,6 +65,7 @@ func (h *handler) prepareVMSS(tx *arm.Tx, w *arm.Write) error {
 			prof.OSProfile.ComputerNamePrefix = to.Ptr(w.ID.Name())
 		}
 	}
+	DefaultScaleSet(&ss)
 	if err := checkScaleSetNetwork(tx, id, ScaleSetIPConfigs(scaleSetNICConfigs(&ss))); err != nil {
 		return err
 	}

@@ -36,6 +36,9 @@ func (h *handler) prepareVMSSVM(tx *arm.Tx, w *arm.Write) error {
 	vm.Properties.VMID, vm.Properties.TimeCreated, vm.Properties.InstanceView = op.VMID, op.TimeCreated, op.InstanceView
 	vm.Properties.OSProfile = op.OSProfile
 	vm.Properties.ModelDefinitionApplied = op.ModelDefinitionApplied
+	if vm.Properties.NetworkProfileConfiguration != nil {
+		DefaultNICConfigs(vm.Properties.NetworkProfileConfiguration.NetworkInterfaceConfigurations)
+	}
 	if err := checkScaleSetNetwork(tx, w.ID.String(), instanceIPConfigs(&vm)); err != nil {
 		return err
 	}
