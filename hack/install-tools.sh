@@ -120,15 +120,14 @@ build_kwok() {
 
 fill_cache() {
   local work="${CACHE}.partial"
+  # A partial dir is what an interrupted build left: start over (the Go build cache keeps
+  # finished packages, so little is lost).
+  rm -rf "${work}"
   mkdir -p "${work}/bin"
-  if ! have_all "${work}/bin" "${KUBE_TOOLS[@]}"; then
-    log "building ${KUBE_TOOLS[*]} ${KUBERNETES_VERSION} (slow on small machines)"
-    timed "kubernetes binaries" build_kube "${work}/bin" "${work}/src/kube"
-  fi
-  if ! have_all "${work}/bin" "${KWOK_TOOLS[@]}"; then
-    log "building ${KWOK_TOOLS[*]} ${KWOK_VERSION}"
-    timed "kwok binaries" build_kwok "${work}/bin"
-  fi
+  log "building ${KUBE_TOOLS[*]} ${KUBERNETES_VERSION} (slow on small machines)"
+  timed "kubernetes binaries" build_kube "${work}/bin" "${work}/src/kube"
+  log "building ${KWOK_TOOLS[*]} ${KWOK_VERSION}"
+  timed "kwok binaries" build_kwok "${work}/bin"
   cp "${ROOT}/hack/versions.env" "${work}/versions.env"
   rm -rf "${CACHE}"
   mv "${work}" "${CACHE}"

@@ -135,12 +135,32 @@ func (e *Env) CCM() *Process {
 	return e.ccm
 }
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+// FreePort asks the kernel for a free TCP port.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p[0], nil
+}
+
+// FreePorts asks the kernel for n distinct free TCP ports (free on all interfaces, since the
+// cluster components listen on 0.0.0.0). All listeners stay open until every port is chosen.
+func FreePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", ":0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }

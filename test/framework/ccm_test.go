@@ -35,7 +35,16 @@ func TestCCMProcessLifecycle(t *testing.T) {
 		}
 		return out
 	}
-	twoProcs := func(context.Context) (bool, error) { return len(pids()) == 2, nil }
+	twoProcs := func(context.Context) (bool, error) {
+		procs := ProcessesMentioning(marker)
+		return len(procs) == 2, &leak{procs: procs}
+	}
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(env.CCMLogPath())
+			t.Logf("fake CCM log:\n%s\nprocesses: %v", b, ProcessesMentioning(marker))
+		}
+	}()
 
 	env.StartCCM(marker)
 	env.WaitFor("fake CCM and its child", twoProcs, 30*time.Second)

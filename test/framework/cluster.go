@@ -37,6 +37,39 @@ type ClusterOptions struct {
 	ExtraArgs []string
 	// Wait bounds kwokctl's own wait for the cluster to be ready.
 	Wait time.Duration
+	// Ports are the components' ports; CreateCluster asks the kernel for any left zero.
+	Ports ClusterPorts
+}
+
+// ClusterPorts are every port a binary-runtime cluster listens on. kwokctl would pick them by
+// counting down from 32767 and probing, which races when clusters start in parallel (two
+// packages' tests), so the framework takes kernel-assigned ephemeral ports instead.
+type ClusterPorts struct {
+	Etcd, EtcdPeer, KubeAPIServer, KubeControllerManager, KubeScheduler, KwokController int
+}
+
+func (p *ClusterPorts) all() []*int {
+	return []*int{&p.Etcd, &p.EtcdPeer, &p.KubeAPIServer, &p.KubeControllerManager, &p.KubeScheduler, &p.KwokController}
+}
+
+// kwokctlConfig is a KwokctlConfiguration document fixing the ports (the etcd peer port has
+// no command-line flag).
+func kwokctlConfig(p ClusterPorts) string {
+	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  etcdPort: %d
+  etcdPeerPort: %d
+  kubeApiserverPort: %d
+  kubeControllerManagerPort: %d
+  kubeSchedulerPort: %d
+  kwokControllerPort: %d
+`, p.Etcd, p.EtcdPeer, p.KubeAPIServer, p.KubeControllerManager, p.KubeScheduler, p.KwokController)
+}
+
+// configPath is the kwokctl configuration file of the cluster.
+func (o ClusterOptions) configPath() string {
+	return filepath.Join(o.WorkDir, "kwokctl-"+o.Name+".yaml")
 }
 
 // createClusterArgs is the kwokctl command line for o: the binary runtime with every binary
@@ -48,6 +81,7 @@ func createClusterArgs(o ClusterOptions) []string {
 	}
 	args := []string{
 		"create", "cluster",
+		"--config=" + o.configPath(),
 		"--name=" + o.Name,
 		"--runtime=binary",
 		"--kubeconfig=" + o.Kubeconfig,
@@ -95,6 +129,15 @@ func (c *Cluster) kwokctl(ctx context.Context, args ...string) ([]byte, error) {
 
 // CreateCluster runs `kwokctl create cluster`. On error the half-created cluster is deleted.
 func CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	if err := allocatePorts(&o.Ports); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(o.configPath(), []byte(kwokctlConfig(o.Ports)), 0o644); err != nil {
+		return nil, err
+	}
 	c := &Cluster{ClusterOptions: o}
 	if _, err := c.kwokctl(ctx, createClusterArgs(o)...); err != nil {
 		delCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -103,6 +146,24 @@ func CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// allocatePorts fills the zero ports with distinct free ones.
+func allocatePorts(p *ClusterPorts) error {
+	var zero []*int
+	for _, port := range p.all() {
+		if *port == 0 {
+			zero = append(zero, port)
+		}
+	}
+	free, err := FreePorts(len(zero))
+	if err != nil {
+		return err
+	}
+	for i, port := range zero {
+		*port = free[i]
+	}
+	return nil
 }
 
 // Dir is kwokctl's directory for this cluster (pids, logs, pki, bin).

@@ -17,10 +17,11 @@ func TestCreateClusterArgs(t *testing.T) {
 		KubeScheduler: "/t/kube-scheduler", Kwok: "/t/kwok", Kwokctl: "/t/kwokctl",
 	}
 	args := createClusterArgs(ClusterOptions{
-		Name: "azccm-1", Kubeconfig: "/w/kubeconfig", Tools: tools, KubeVersion: "v1.37.2",
+		Name: "azccm-1", WorkDir: "/w/kwok", Kubeconfig: "/w/kubeconfig", Tools: tools, KubeVersion: "v1.37.2",
 		ExtraArgs: []string{"kube-apiserver=v=4"}, Wait: time.Minute,
 	})
 	for _, want := range []string{
+		"--config=/w/kwok/kwokctl-azccm-1.yaml",
 		"--name=azccm-1",
 		"--runtime=binary",
 		"--kubeconfig=/w/kubeconfig",
@@ -58,6 +59,36 @@ func TestKCMHasNoCloudLoops(t *testing.T) {
 		if strings.Contains(help, c) {
 			t.Errorf("kube-controller-manager has %s again: disable it in the cluster's --controllers", c)
 		}
+	}
+}
+
+func TestKwokctlConfigFixesEveryPort(t *testing.T) {
+	p := ClusterPorts{Etcd: 1, EtcdPeer: 2, KubeAPIServer: 3, KubeControllerManager: 4, KubeScheduler: 5, KwokController: 6}
+	got := kwokctlConfig(p)
+	for _, want := range []string{
+		"kind: KwokctlConfiguration", "etcdPort: 1\n", "etcdPeerPort: 2\n", "kubeApiserverPort: 3\n",
+		"kubeControllerManagerPort: 4\n", "kubeSchedulerPort: 5\n", "kwokControllerPort: 6\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("config lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestAllocatePorts(t *testing.T) {
+	p := ClusterPorts{KubeAPIServer: 6443}
+	if err := allocatePorts(&p); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, port := range p.all() {
+		if *port <= 0 || seen[*port] {
+			t.Errorf("port %d is zero or repeated in %+v", *port, p)
+		}
+		seen[*port] = true
+	}
+	if p.KubeAPIServer != 6443 {
+		t.Errorf("a given port was replaced: %d", p.KubeAPIServer)
 	}
 }
 
