@@ -488,6 +488,14 @@ func TestPowerActions(t *testing.T) {
 	_, err = op.PollUntilDone(v.ctx, fastPoll)
 	v.must(err, "power off")
 	check("stopped")
+	v.must(SetPower(v.engine, *created.ID, PowerRunning), "SetPower")
+	check("running")
+	if err := SetPower(v.engine, *created.ID+"x", PowerRunning); err == nil {
+		t.Error("SetPower on a missing VM must fail")
+	}
+	if err := SetPower(v.engine, *created.ID, "sleeping"); err == nil {
+		t.Error("SetPower with an unknown state must fail")
+	}
 
 	// Scale set instances: deallocate through the scale set action.
 	v.putScaleSet("ss", v.scaleSet(2, nil, false), nil)

@@ -15,7 +15,8 @@
 // Everything else goes through ordinary ARM requests (PUT a scale set with
 // sku.capacity=N to get N instances; POST .../deallocate to shut a VM down).
 // Stored VM and instance documents keep their instance view under
-// properties.instanceView (read it with compute.PowerOf(doc)).
+// properties.instanceView (read it with compute.PowerOf(doc)); the control
+// API can flip it without ARM with compute.SetPower(e, id, compute.PowerDeallocated).
 package compute
 
 import (

@@ -368,3 +368,22 @@ func freeLUN(disks []map[string]any) int {
 		}
 	}
 }
+
+// SetPower sets the power state of a VM or scale set instance without an ARM
+// request (for the control API and tests); the etag does not change.
+func SetPower(e *arm.Engine, id string, state PowerState) error {
+	if _, ok := powerDisplay[state]; !ok {
+		return arm.BadRequest("InvalidParameter", "unknown power state %q", state)
+	}
+	return e.Do(func(tx *arm.Tx) error {
+		rid, err := arm.ParseID(id)
+		if err != nil || (!strings.EqualFold(rid.FullType(), TypeVM) && !strings.EqualFold(rid.FullType(), TypeVMSSVM)) {
+			return arm.BadRequest("InvalidParameter", "%s is not a virtual machine or scale set instance", id)
+		}
+		if _, ok := tx.Get(id); !ok {
+			return arm.NotFoundTopLevel(rid)
+		}
+		setPower(tx, id, state)
+		return nil
+	})
+}
