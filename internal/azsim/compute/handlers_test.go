@@ -511,6 +511,11 @@ func TestPowerActions(t *testing.T) {
 	if powerState(iv.Statuses) != "deallocated" {
 		t.Errorf("instance 1 power: %s", powerState(iv.Statuses))
 	}
+	ssiv, err := ssc.GetInstanceView(v.ctx, rg, "ss", nil)
+	v.must(err, "scale set instance view")
+	if sum := ssiv.VirtualMachine.StatusesSummary; len(sum) != 2 || *sum[0].Code != "PowerState/deallocated" || *sum[0].Count != 1 {
+		t.Errorf("scale set statuses summary: %+v", sum)
+	}
 	iv0, err := v.comp.NewVirtualMachineScaleSetVMsClient().GetInstanceView(v.ctx, rg, "ss", "0", nil)
 	v.must(err, "instance view")
 	if powerState(iv0.Statuses) != "running" || *iv0.ComputerName != "aks-pool-vmss000000" {

@@ -1,6 +1,7 @@
 package compute
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,31 @@ func VMSSVMInstanceView(computerName string, power PowerState, faultDomain, upda
 		iv.ComputerName = to.Ptr(computerName)
 	}
 	return iv
+}
+
+// ScaleSetInstanceView summarises the power states of a scale set's
+// instances as GET .../virtualMachineScaleSets/{ss}/instanceView does.
+func ScaleSetInstanceView(states []PowerState) *armcompute.VirtualMachineScaleSetInstanceView {
+	counts := map[PowerState]int32{}
+	var order []PowerState
+	for _, s := range states {
+		if s == "" {
+			continue
+		}
+		if counts[s] == 0 {
+			order = append(order, s)
+		}
+		counts[s]++
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	summary := []*armcompute.VirtualMachineStatusCodeCount{}
+	for _, s := range order {
+		summary = append(summary, &armcompute.VirtualMachineStatusCodeCount{Code: to.Ptr("PowerState/" + string(s)), Count: to.Ptr(counts[s])})
+	}
+	return &armcompute.VirtualMachineScaleSetInstanceView{
+		VirtualMachine: &armcompute.VirtualMachineScaleSetInstanceViewStatusesSummary{StatusesSummary: summary},
+		Statuses:       instanceStatuses(PowerRunning)[:1],
+	}
 }
 
 // IPConfigRef flattens one ip configuration of a scale set network profile.

@@ -155,3 +155,20 @@ func TestInstanceViews(t *testing.T) {
 		t.Errorf("vmss vm instance view: %+v", siv)
 	}
 }
+
+func TestScaleSetInstanceView(t *testing.T) {
+	iv := ScaleSetInstanceView([]PowerState{PowerRunning, PowerDeallocated, PowerRunning, ""})
+	got := map[string]int32{}
+	for _, c := range iv.VirtualMachine.StatusesSummary {
+		got[*c.Code] = *c.Count
+	}
+	if len(got) != 2 || got["PowerState/running"] != 2 || got["PowerState/deallocated"] != 1 {
+		t.Errorf("summary: %v", got)
+	}
+	if len(iv.Statuses) != 1 || *iv.Statuses[0].Code != "ProvisioningState/succeeded" {
+		t.Errorf("statuses: %+v", iv.Statuses)
+	}
+	if empty := ScaleSetInstanceView(nil); empty.VirtualMachine.StatusesSummary == nil {
+		t.Error("an empty scale set must still have a (empty) summary list")
+	}
+}

@@ -371,6 +371,19 @@ func (h *handler) scaleSetActions() map[string]arm.Action {
 		"deallocate": power(PowerDeallocated),
 		"poweroff":   power(PowerStopped),
 		"start":      power(PowerRunning),
+		"instanceview": {
+			Methods: []string{http.MethodGet},
+			Handle: func(tx *arm.Tx, id arm.ResourceID, ar *arm.ActionRequest) (int, any, error) {
+				var states []PowerState
+				for _, d := range tx.List(TypeVMSSVM, id.String()) {
+					states = append(states, PowerOf(d))
+				}
+				for _, d := range flexMembers(tx, id.String()) {
+					states = append(states, PowerOf(d))
+				}
+				return http.StatusOK, ScaleSetInstanceView(states), nil
+			},
+		},
 		"manualupgrade": {Handle: func(tx *arm.Tx, id arm.ResourceID, ar *arm.ActionRequest) (int, any, error) {
 			ids, err := h.selectInstances(tx, id.String(), ar.Body, true)
 			if err != nil {
