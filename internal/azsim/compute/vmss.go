@@ -207,6 +207,14 @@ func replaceDoc(dst, src map[string]any) {
 // engine frees everything when the instance is deleted.
 func allocateInstanceIPs(tx *arm.Tx, vm *armcompute.VirtualMachineScaleSetVM) error {
 	var keep []string
+	memberships := map[string][]string{}
+	for _, ref := range instanceIPConfigs(vm) {
+		memberships[ipConfigID(str(vm.ID), ref)] = ref.Pools
+	}
+	// The NIC limits NRP enforces hold for scale set NICs too.
+	if err := network.CheckRulesPerNIC(tx, memberships); err != nil {
+		return err
+	}
 	for _, ref := range instanceIPConfigs(vm) {
 		owner := ipConfigID(str(vm.ID), ref)
 		if ref.SubnetID == "" {
