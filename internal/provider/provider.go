@@ -1,0 +1,294 @@
+// Package provider implements cloudprovider.Interface for Azure on top of the configuration
+// (internal/config), the ARM access layer (internal/arm), node resolution (internal/nodes) and
+// the route table writer (internal/routes). The load balancer implementation plugs in through
+// SetLoadBalancerBuilder.
+package provider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/nodes"
+	"github.com/azure-ccm/azure-ccm/internal/routes"
+)
+
+// ProviderName is the name to pass as --cloud-provider.
+const ProviderName = "azure"
+
+// LoadBalancerDeps is what a load balancer implementation gets from the provider. It is built
+// after the cloud-provider app has called Initialize and SetInformers.
+type LoadBalancerDeps struct {
+	Config   *config.Config
+	Clients  *arm.Clients
+	Nodes    *nodes.Resolver
+	Zones    []string
+	Kube     kubernetes.Interface
+	Recorder record.EventRecorder
+	// Informers is the CCM's shared informer factory (nil before SetInformers).
+	Informers informers.SharedInformerFactory
+}
+
+// LoadBalancerBuilder builds the cloudprovider.LoadBalancer implementation.
+type LoadBalancerBuilder func(LoadBalancerDeps) (cloudprovider.LoadBalancer, error)
+
+var (
+	lbBuilderMu sync.Mutex
+	lbBuilder   LoadBalancerBuilder
+)
+
+// SetLoadBalancerBuilder installs the load balancer implementation (called from main). Without
+// it LoadBalancer() reports false and the service controller does not run.
+func SetLoadBalancerBuilder(b LoadBalancerBuilder) {
+	lbBuilderMu.Lock()
+	defer lbBuilderMu.Unlock()
+	lbBuilder = b
+}
+
+func currentLBBuilder() LoadBalancerBuilder {
+	lbBuilderMu.Lock()
+	defer lbBuilderMu.Unlock()
+	return lbBuilder
+}
+
+// Options customise New.
+type Options struct {
+	// ARM options (transport, credential, environment ...).
+	ARM arm.Options
+	// StartupBackoff is the first delay between start-up attempts (default 2s, doubling to 2m).
+	StartupBackoff time.Duration
+	// RouteGatherWindow overrides the route writer's batching window.
+	RouteGatherWindow time.Duration
+}
+
+// Cloud is the Azure cloud provider.
+type Cloud struct {
+	Config   *config.Config
+	Clients  *arm.Clients
+	Resolver *nodes.Resolver
+
+	zonesMu sync.RWMutex
+	zones   map[string][]string
+
+	routeWriter *routes.Writer
+	// onPremRoutes remembers routes of on-prem nodes (name -> CIDR): nothing exists in Azure
+	// for them, but the route controller must see them as done.
+	onPremMu     sync.Mutex
+	onPremRoutes map[string]cloudprovider.Route
+
+	kube      kubernetes.Interface
+	recorder  record.EventRecorder
+	informers informers.SharedInformerFactory
+
+	lbOnce sync.Once
+	lb     cloudprovider.LoadBalancer
+	lbErr  error
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+var _ cloudprovider.InformerUser = (*Cloud)(nil)
+
+func init() {
+	cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
+		if r == nil {
+			return nil, fmt.Errorf("--cloud-config is required for the %s provider", ProviderName)
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, err
+		}
+		return NewFromBytes(context.Background(), data, Options{})
+	})
+}
+
+var envLookup = os.Getenv
+
+// NewFromBytes parses azure.json and starts the provider (see New).
+func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
+	cfg, err := config.Parse(data, envLookup)
+	if err != nil {
+		// A configuration mistake does not heal by retrying: fail with the key named.
+		return nil, fmt.Errorf("invalid cloud config: %w", err)
+	}
+	if unknown, _ := config.UnknownKeys(bytes.TrimSpace(data)); len(unknown) > 0 {
+		klog.InfoS("Warning: unknown keys in the cloud config are ignored", "keys", unknown)
+	}
+	return New(ctx, cfg, o)
+}
+
+// New builds the ARM clients and reads the region's zones (the one ARM call at start-up).
+// Login and ARM failures are retried with exponential backoff, logging each failure, until ctx
+// ends: a transient outage delays start-up instead of crash-looping the CCM.
+func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
+	c := &Cloud{Config: cfg, onPremRoutes: map[string]cloudprovider.Route{}}
+	delay := o.StartupBackoff
+	if delay <= 0 {
+		delay = 2 * time.Second
+	}
+	for attempt := 1; ; attempt++ {
+		err := c.start(ctx, o)
+		if err == nil {
+			break
+		}
+		klog.ErrorS(err, "Azure cloud provider start-up failed; retrying", "attempt", attempt, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		if delay *= 2; delay > 2*time.Minute {
+			delay = 2 * time.Minute
+		}
+	}
+	c.Resolver = nodes.NewResolver(cfg, c.Clients.Caches, nodes.NewNodeMap())
+	if cfg.RouteTableName != "" {
+		c.routeWriter = routes.NewWriter(&routes.ARMStore{
+			Client:        c.Clients.Network.NewRouteTablesClient(),
+			ResourceGroup: cfg.RouteTableRG(), Name: cfg.RouteTableName, PollFrequency: c.Clients.PollFrequency,
+		}, routes.WriterOptions{Location: cfg.Location, GatherWindow: o.RouteGatherWindow,
+			CacheTTL: time.Duration(cfg.RouteTableCacheTTLInSeconds) * time.Second})
+	}
+	klog.InfoS("Azure cloud provider started", "cloud", c.Clients.Environment.Name, "resourceManager", c.Clients.Environment.ResourceManagerEndpoint,
+		"auth", c.Clients.AuthMethod, "subscription", cfg.SubscriptionID, "resourceGroup", cfg.ResourceGroup, "location", cfg.Location,
+		"vmType", cfg.VMType, "zones", c.RegionZones())
+	return c, nil
+}
+
+func (c *Cloud) start(ctx context.Context, o Options) error {
+	if c.Clients == nil {
+		clients, err := arm.New(ctx, c.Config, o.ARM)
+		if err != nil {
+			return err
+		}
+		c.Clients = clients
+	}
+	if c.Config.IsStackCloud() {
+		return nil // Azure Stack has no zones.
+	}
+	return c.refreshZones(ctx)
+}
+
+func (c *Cloud) refreshZones(ctx context.Context) error {
+	zones, err := c.Clients.RegionZones(ctx)
+	if err != nil {
+		return err
+	}
+	c.zonesMu.Lock()
+	defer c.zonesMu.Unlock()
+	if c.zones == nil {
+		c.zones = map[string][]string{}
+	}
+	// Merge: a region never disappears because of a partial answer.
+	for region, z := range zones {
+		c.zones[region] = z
+	}
+	return nil
+}
+
+// RegionZones returns the availability zones of the configured region ("1", "2", "3"; empty
+// for a region without zones).
+func (c *Cloud) RegionZones() []string {
+	c.zonesMu.RLock()
+	defer c.zonesMu.RUnlock()
+	return append([]string(nil), c.zones[arm.NormalizeLocation(c.Config.Location)]...)
+}
+
+// Initialize is called by the cloud-provider app with the client builder.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	kube, err := clientBuilder.Client("azure-cloud-provider")
+	if err != nil {
+		klog.ErrorS(err, "Cannot create the cloud provider's Kubernetes client; events will not be recorded")
+	} else {
+		c.kube = kube
+		b := record.NewBroadcaster()
+		b.StartStructuredLogging(0)
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+		c.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "azure-cloud-provider"})
+	}
+	go c.zoneRefresher(stop)
+}
+
+func (c *Cloud) zoneRefresher(stop <-chan struct{}) {
+	t := time.NewTicker(30 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			if err := c.refreshZones(ctx); err != nil {
+				klog.ErrorS(err, "Refreshing region zones failed; keeping the previous map")
+			}
+			cancel()
+		}
+	}
+}
+
+// SetInformers feeds the node map (cross-RG and on-prem node labels) from the shared informer.
+func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	c.informers = f
+	if err := c.Resolver.Nodes().Watch(f.Core().V1().Nodes().Informer()); err != nil {
+		klog.ErrorS(err, "Cannot watch nodes")
+	}
+}
+
+// LoadBalancer returns the implementation installed with SetLoadBalancerBuilder.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	b := currentLBBuilder()
+	if b == nil {
+		return nil, false
+	}
+	c.lbOnce.Do(func() {
+		c.lb, c.lbErr = b(LoadBalancerDeps{Config: c.Config, Clients: c.Clients, Nodes: c.Resolver, Zones: c.RegionZones(),
+			Kube: c.kube, Recorder: c.recorder, Informers: c.informers})
+		if c.lbErr != nil {
+			klog.ErrorS(c.lbErr, "Load balancer implementation could not be built; services of type LoadBalancer are not served")
+		}
+	})
+	if c.lbErr != nil || c.lb == nil {
+		return nil, false
+	}
+	return c.lb, true
+}
+
+// Instances is not implemented: InstancesV2 is.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 resolves nodes to VMs.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return &instances{c: c}, true }
+
+// Zones is not needed: InstancesV2 returns zone and region.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not implemented.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes is available when routeTableName is configured.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	if c.routeWriter == nil {
+		return nil, false
+	}
+	return &routeProvider{c: c}, true
+}
+
+// ProviderName returns "azure".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID is true: the cluster is identified by --cluster-name (LB and resource names).
+func (c *Cloud) HasClusterID() bool { return true }

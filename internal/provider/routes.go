@@ -1,0 +1,122 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/azure-ccm/azure-ccm/internal/routes"
+)
+
+// routeProvider implements cloudprovider.Routes over the route table writer.
+type routeProvider struct{ c *Cloud }
+
+// ListRoutes returns the routes of the table plus the remembered routes of on-prem nodes.
+func (r *routeProvider) ListRoutes(ctx context.Context, clusterName string) ([]*cloudprovider.Route, error) {
+	rs, err := r.c.routeWriter.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing routes of route table %s: %w", r.c.Config.RouteTableName, err)
+	}
+	var out []*cloudprovider.Route
+	for _, rt := range rs {
+		if rt == nil || rt.Name == nil || rt.Properties == nil || rt.Properties.AddressPrefix == nil {
+			continue
+		}
+		out = append(out, &cloudprovider.Route{
+			Name:            *rt.Name,
+			TargetNode:      types.NodeName(routes.NodeOf(*rt.Name)),
+			DestinationCIDR: *rt.Properties.AddressPrefix,
+		})
+	}
+	r.c.onPremMu.Lock()
+	for _, rt := range r.c.onPremRoutes {
+		rt := rt
+		out = append(out, &rt)
+	}
+	r.c.onPremMu.Unlock()
+	return out, nil
+}
+
+// CreateRoute adds a route for a node's pod CIDR; all concurrent creates and deletes share one
+// route table PUT.
+func (r *routeProvider) CreateRoute(ctx context.Context, clusterName, nameHint string, route *cloudprovider.Route) error {
+	node := string(route.TargetNode)
+	name := routes.Name(node, route.DestinationCIDR)
+	if r.c.Resolver.Nodes().IsUnmanaged(node) {
+		r.c.onPremMu.Lock()
+		r.c.onPremRoutes[name] = cloudprovider.Route{Name: name, TargetNode: route.TargetNode, DestinationCIDR: route.DestinationCIDR}
+		r.c.onPremMu.Unlock()
+		return nil
+	}
+	hop, err := r.nextHop(ctx, route)
+	if err != nil {
+		return err
+	}
+	return r.c.routeWriter.Submit(ctx, routes.Op{Node: node, CIDR: route.DestinationCIDR, NextHop: hop})
+}
+
+// DeleteRoute removes a route (and the node's legacy route without CIDR suffix).
+func (r *routeProvider) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) error {
+	node := string(route.TargetNode)
+	name := route.Name
+	if name == "" {
+		name = routes.Name(node, route.DestinationCIDR)
+	}
+	r.c.onPremMu.Lock()
+	_, onPrem := r.c.onPremRoutes[name]
+	delete(r.c.onPremRoutes, name)
+	r.c.onPremMu.Unlock()
+	if onPrem {
+		return nil
+	}
+	return r.c.routeWriter.Submit(ctx, routes.Op{Delete: true, Node: node, CIDR: route.DestinationCIDR, Name: name})
+}
+
+// nextHop finds the node's IP of the CIDR's family: from the route's node addresses, the
+// node object, or the VM's primary NIC.
+func (r *routeProvider) nextHop(ctx context.Context, route *cloudprovider.Route) (string, error) {
+	_, cidr, err := net.ParseCIDR(route.DestinationCIDR)
+	if err != nil {
+		return "", fmt.Errorf("route for node %s: %q is not a CIDR: %w", route.TargetNode, route.DestinationCIDR, err)
+	}
+	v6 := cidr.IP.To4() == nil
+	pick := func(addrs []v1.NodeAddress) string {
+		for _, a := range addrs {
+			ip := net.ParseIP(a.Address)
+			if a.Type == v1.NodeInternalIP && ip != nil && (ip.To4() == nil) == v6 {
+				return a.Address
+			}
+		}
+		return ""
+	}
+	if ip := pick(route.TargetNodeAddresses); ip != "" {
+		return ip, nil
+	}
+	node, ok := r.c.Resolver.Nodes().Get(string(route.TargetNode))
+	if ok {
+		if ip := pick(node.Status.Addresses); ip != "" {
+			return ip, nil
+		}
+	} else {
+		node = &v1.Node{}
+		node.Name = string(route.TargetNode)
+	}
+	inst, err := r.c.Resolver.Instance(ctx, node)
+	if err != nil {
+		return "", fmt.Errorf("route for node %s: %w", route.TargetNode, err)
+	}
+	configs, err := r.c.Resolver.IPConfigurations(ctx, inst)
+	if err != nil {
+		return "", fmt.Errorf("route for node %s: %w", route.TargetNode, err)
+	}
+	for _, c := range configs {
+		if c.IPv6 == v6 && c.PrivateIP != "" {
+			return c.PrivateIP, nil
+		}
+	}
+	return "", fmt.Errorf("route for node %s: the VM has no private IP of the family of %s", route.TargetNode, route.DestinationCIDR)
+}
