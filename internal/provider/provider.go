@@ -136,6 +136,12 @@ func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
 // ends: a transient outage delays start-up instead of crash-looping the CCM.
 func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
 	c := &Cloud{Config: cfg, onPremRoutes: map[string]cloudprovider.Route{}}
+	if o.ARM.Credential == nil {
+		// Missing credentials are a configuration mistake: fail now instead of retrying.
+		if _, err := arm.ChooseAuthMethod(cfg); err != nil {
+			return nil, fmt.Errorf("invalid cloud config: %w", err)
+		}
+	}
 	delay := o.StartupBackoff
 	if delay <= 0 {
 		delay = 2 * time.Second
