@@ -52,6 +52,9 @@ func (r *Resolver) ExclusionReason(node *v1.Node) string {
 				return "control-plane node (excludeMasterFromStandardLB)"
 			}
 		}
+		if node.Labels["kubernetes.io/role"] == "master" {
+			return "control-plane node (excludeMasterFromStandardLB)"
+		}
 	}
 	return ""
 }
