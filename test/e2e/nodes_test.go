@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,6 +282,26 @@ func TestNodes(t *testing.T) {
 				return true, nil
 			}, 90*time.Second)
 		}
+	})
+
+	t.Run("CCM serves healthz and the ARM metrics", func(t *testing.T) {
+		// The CCM's serving certificate is self-signed.
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		base := fmt.Sprintf("https://127.0.0.1:%d", e.CCMPort())
+		e.WaitFor("healthz and ARM metrics", func(ctx context.Context) (bool, error) {
+			for path, want := range map[string]string{"/healthz": "ok", "/metrics": `azure_ccm_arm_requests_total{operation="list",resource_type="virtualMachineScaleSets/virtualMachines",result="success"}`} {
+				resp, err := hc.Get(base + path)
+				if err != nil {
+					return false, err
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !strings.Contains(string(body), want) {
+					return false, fmt.Errorf("%s lacks %s", path, want)
+				}
+			}
+			return true, nil
+		}, 30*time.Second)
 	})
 
 	t.Run("deleted VM: node and its route go away", func(t *testing.T) {
