@@ -270,7 +270,9 @@ func (e *Engine) Restore(b []byte) error {
 		if err != nil {
 			return err
 		}
-		res[id.Key()] = &resource{ID: id, Spec: spec, Doc: doc, Counter: sr.Counter}
+		r := newResource(id, spec, doc)
+		r.Counter = sr.Counter
+		res[r.key] = r
 	}
 	if s.IPAM == nil || s.IPAM.Spaces == nil {
 		s.IPAM = newIPAM()

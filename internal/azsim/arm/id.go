@@ -188,6 +188,10 @@ func (id ResourceID) ResourceGroupID() (ResourceID, bool) {
 
 // KeyOf lower-cases an ID string after normalising it through ParseID when possible.
 func KeyOf(id string) string {
+	// Fast path: IDs in documents are unescaped, so lower-casing is enough.
+	if !strings.Contains(id, "%") {
+		return strings.ToLower(strings.TrimRight(id, "/"))
+	}
 	if p, err := ParseID(id); err == nil {
 		return p.Key()
 	}

@@ -101,7 +101,7 @@ func (e *Engine) startOp(req *http.Request, kind opKind, r *resource, apiVersion
 	}
 	op := &operation{
 		ID: newGUID(), Sub: r.ID.Subscription, Namespace: namespaceOf(r.Spec.Type),
-		Location: locationOf(e, r), ResourceKey: r.ID.Key(), Kind: kind, APIVersion: apiVersion,
+		Location: locationOf(e, r), ResourceKey: r.key, Kind: kind, APIVersion: apiVersion,
 		Start: now, Due: now.Add(d), Status: "InProgress", Fail: o.Fail, Extras: r.Spec.OperationStatusExtras,
 	}
 	if op.Fail == nil {

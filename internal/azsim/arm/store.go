@@ -17,6 +17,12 @@ type resource struct {
 	Spec    *TypeSpec
 	Doc     map[string]any
 	Counter int64 // compute etag counter
+
+	key, typ string // cached lower-cased ID and type
+}
+
+func newResource(id ResourceID, spec *TypeSpec, doc map[string]any) *resource {
+	return &resource{ID: id, Spec: spec, Doc: doc, key: id.Key(), typ: strings.ToLower(spec.Type)}
 }
 
 // Tx is the view of the engine state that handlers, derivers and other
@@ -115,7 +121,7 @@ func (tx *Tx) Update(id string, fn func(doc map[string]any) error) error {
 	}
 	if !jsonEqual(before, r.Doc) {
 		tx.e.finish(r)
-		tx.changed[r.ID.Key()] = true
+		tx.changed[r.key] = true
 	}
 	return nil
 }
@@ -134,8 +140,8 @@ func (tx *Tx) Create(id string, doc map[string]any) error {
 	cid := tx.e.canonicalize(pid, spec)
 	doc["id"], doc["name"], doc["type"] = cid.String(), cid.Name(), spec.Type
 	setProvisioningState(doc, "Succeeded")
-	r := &resource{ID: cid, Spec: spec, Doc: doc}
-	tx.e.res[cid.Key()] = r
+	r := newResource(cid, spec, doc)
+	tx.e.res[r.key] = r
 	tx.e.finish(r)
 	tx.changed[cid.Key()] = true
 	return nil
@@ -213,7 +219,7 @@ func (e *Engine) sorted(fullType, scope string) []*resource {
 	sc := strings.ToLower(strings.TrimRight(scope, "/"))
 	var out []*resource
 	for k, r := range e.res {
-		if t != "" && strings.ToLower(r.Spec.Type) != t {
+		if t != "" && r.typ != t {
 			continue
 		}
 		if sc != "" && k != sc && !strings.HasPrefix(k, sc+"/") {
@@ -221,14 +227,14 @@ func (e *Engine) sorted(fullType, scope string) []*resource {
 		}
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID.Key() < out[j].ID.Key() })
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
 	return out
 }
 
 // remove deletes a resource (and, for resource groups, everything inside),
 // releasing IP reservations and running AfterDelete hooks.
 func (e *Engine) remove(tx *Tx, r *resource) {
-	key := r.ID.Key()
+	key := r.key
 	if r.Spec.Type == "Microsoft.Resources/resourceGroups" {
 		scope := "/subscriptions/" + strings.ToLower(r.ID.Subscription) + "/resourcegroups/" + strings.ToLower(r.ID.Name())
 		for _, c := range e.sorted("", scope) {
@@ -248,3 +254,16 @@ func (e *Engine) remove(tx *Tx, r *resource) {
 // Engine returns the engine the transaction belongs to (a key for per-engine
 // registries in other packages).
 func (tx *Tx) Engine() *Engine { return tx.e }
+
+// Modify applies fn to a stored document and renews its etag unconditionally;
+// for callers that already know the document changes (cheaper than Update).
+func (tx *Tx) Modify(id string, fn func(doc map[string]any)) bool {
+	r, ok := tx.e.res[KeyOf(id)]
+	if !ok {
+		return false
+	}
+	fn(r.Doc)
+	tx.e.finish(r)
+	tx.changed[r.key] = true
+	return true
+}

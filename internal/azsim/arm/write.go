@@ -143,12 +143,12 @@ func (e *Engine) write(tx *Tx, w http.ResponseWriter, r *http.Request, spec *Typ
 		}
 	}
 	doc = wr.Doc
-	res := &resource{ID: cid, Spec: e.spec(spec.Type), Doc: doc}
+	res := newResource(cid, e.spec(spec.Type), doc)
 	if old != nil {
 		res.Counter = old.Counter
 	}
-	e.res[cid.Key()] = res
-	tx.changed[cid.Key()] = true
+	e.res[res.key] = res
+	tx.changed[res.key] = true
 
 	style := spec.PutLRO
 	var op *operation

@@ -151,68 +151,103 @@ func derive(tx *arm.Tx, changed []string) {
 	}
 
 	for _, vnet := range tx.List(ns+"virtualNetworks", "") {
-		_ = tx.Update(arm.Str(vnet, "id"), func(doc map[string]any) error {
-			for _, sn := range childItems(doc, "subnets") {
-				setRefs(arm.Props(sn), "ipConfigurations", subnetIPC.get(arm.Str(sn, "id")))
+		differs := false
+		for _, sn := range childItems(vnet, "subnets") {
+			differs = differs || !sameRefs(arm.Props(sn), "ipConfigurations", subnetIPC.get(arm.Str(sn, "id")))
+		}
+		if differs {
+			tx.Modify(arm.Str(vnet, "id"), func(doc map[string]any) {
+				for _, sn := range childItems(doc, "subnets") {
+					setRefs(arm.Props(sn), "ipConfigurations", subnetIPC.get(arm.Str(sn, "id")))
+				}
+			})
+		}
+	}
+	syncRefs := func(typ string, fields map[string]index) {
+		for _, doc := range tx.List(ns+typ, "") {
+			id := arm.Str(doc, "id")
+			differs := false
+			for k, ix := range fields {
+				differs = differs || !sameRefs(arm.Props(doc), k, ix.get(id))
 			}
-			return nil
-		})
+			if differs {
+				tx.Modify(id, func(doc map[string]any) {
+					for k, ix := range fields {
+						setRefs(arm.Props(doc), k, ix.get(id))
+					}
+				})
+			}
+		}
 	}
-	for _, nsg := range tx.List(ns+"networkSecurityGroups", "") {
-		id := arm.Str(nsg, "id")
-		_ = tx.Update(id, func(doc map[string]any) error {
-			setRefs(arm.Props(doc), "subnets", nsgSubnets.get(id))
-			setRefs(arm.Props(doc), "networkInterfaces", nsgNICs.get(id))
-			return nil
-		})
-	}
-	for _, rt := range tx.List(ns+"routeTables", "") {
-		id := arm.Str(rt, "id")
-		_ = tx.Update(id, func(doc map[string]any) error {
-			setRefs(arm.Props(doc), "subnets", rtSubnets.get(id))
-			return nil
-		})
-	}
-	for _, ng := range tx.List(ns+"natGateways", "") {
-		id := arm.Str(ng, "id")
-		_ = tx.Update(id, func(doc map[string]any) error {
-			setRefs(arm.Props(doc), "subnets", natSubnets.get(id))
-			return nil
-		})
-	}
+	syncRefs("networkSecurityGroups", map[string]index{"subnets": nsgSubnets, "networkInterfaces": nsgNICs})
+	syncRefs("routeTables", map[string]index{"subnets": rtSubnets})
+	syncRefs("natGateways", map[string]index{"subnets": natSubnets})
 	for _, pip := range tx.List(ns+"publicIPAddresses", "") {
 		id := arm.Str(pip, "id")
-		_ = tx.Update(id, func(doc map[string]any) error {
+		ipc, nat := first(pipIPC.get(id)), first(pipNat.get(id))
+		p := arm.Props(pip)
+		dynamic := strings.EqualFold(arm.Str(p, "publicIPAllocationMethod"), "Dynamic")
+		needIP := dynamic && ((ipc != "") != (arm.Str(p, "ipAddress") != ""))
+		if arm.Str(p, "ipConfiguration", "id") == ipc && arm.Str(p, "natGateway", "id") == nat && !needIP {
+			continue
+		}
+		tx.Modify(id, func(doc map[string]any) {
 			p := arm.Props(doc)
-			if refs := pipIPC.get(id); len(refs) > 0 {
-				p["ipConfiguration"] = map[string]any{"id": refs[0]}
-			} else {
-				delete(p, "ipConfiguration")
-			}
+			setRef(p, "ipConfiguration", ipc)
+			setRef(p, "natGateway", nat)
 			assignDynamicIP(tx, id, doc)
-			if refs := pipNat.get(id); len(refs) > 0 {
-				p["natGateway"] = map[string]any{"id": refs[0]}
-			} else {
-				delete(p, "natGateway")
-			}
-			return nil
 		})
 	}
 	for _, lb := range tx.List(ns+"loadBalancers", "") {
-		_ = tx.Update(arm.Str(lb, "id"), func(doc map[string]any) error {
+		differs := false
+		for _, pool := range childItems(lb, "backendAddressPools") {
+			differs = differs || !sameRefs(arm.Props(pool), "backendIPConfigurations", poolIPC.get(arm.Str(pool, "id")))
+		}
+		for _, r := range childItems(lb, "inboundNatRules") {
+			differs = differs || arm.Str(r, "properties", "backendIPConfiguration", "id") != first(natRuleIPC.get(arm.Str(r, "id")))
+		}
+		if !differs {
+			continue
+		}
+		tx.Modify(arm.Str(lb, "id"), func(doc map[string]any) {
 			for _, pool := range childItems(doc, "backendAddressPools") {
 				setRefs(arm.Props(pool), "backendIPConfigurations", poolIPC.get(arm.Str(pool, "id")))
 			}
 			for _, r := range childItems(doc, "inboundNatRules") {
-				if refs := natRuleIPC.get(arm.Str(r, "id")); len(refs) > 0 {
-					arm.Props(r)["backendIPConfiguration"] = map[string]any{"id": refs[0]}
-				} else {
-					delete(arm.Props(r), "backendIPConfiguration")
-				}
+				setRef(arm.Props(r), "backendIPConfiguration", first(natRuleIPC.get(arm.Str(r, "id"))))
 			}
-			return nil
 		})
 	}
+}
+
+func first(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0]
+}
+
+// setRef sets a single {"id": …} reference, or removes it when id is empty.
+func setRef(props map[string]any, key, id string) {
+	if id == "" {
+		delete(props, key)
+		return
+	}
+	props[key] = map[string]any{"id": id}
+}
+
+// sameRefs reports whether props[key] holds exactly the references ids.
+func sameRefs(props map[string]any, key string, ids []string) bool {
+	cur := arm.RefIDs(props, key)
+	if len(cur) != len(ids) {
+		return false
+	}
+	for i := range cur {
+		if cur[i] != ids[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func numberOf(v any) (float64, bool) {
