@@ -116,30 +116,41 @@ func nodesInitialized(e *framework.Env, m framework.Machine) framework.Condition
 func nodesMakeNotReady(t *testing.T, e *framework.Env, name string) {
 	t.Helper()
 	e.WaitFor("node "+name+" marked NotReady", func(ctx context.Context) (bool, error) {
-		n, err := nodesGet(ctx, e, name)
-		if err != nil {
+		return nodesSetNotReady(ctx, e, name)
+	}, 30*time.Second)
+}
+
+// nodesSetNotReady makes sure kwok no longer manages the node and its Ready condition is False.
+// Waits call it again on every poll: a kwok heartbeat already in flight when the annotation was
+// removed can set Ready=True once more (seen on a loaded CI machine), and the lifecycle
+// controller leaves Ready nodes alone.
+func nodesSetNotReady(ctx context.Context, e *framework.Env, name string) (bool, error) {
+	n, err := nodesGet(ctx, e, name)
+	if err != nil {
+		return false, err
+	}
+	if _, managed := n.Annotations[framework.KwokNodeAnnotation]; managed {
+		delete(n.Annotations, framework.KwokNodeAnnotation)
+		if n, err = e.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			return false, err
 		}
-		if _, managed := n.Annotations[framework.KwokNodeAnnotation]; managed {
-			delete(n.Annotations, framework.KwokNodeAnnotation)
-			if n, err = e.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-				return false, err
+	}
+	now := metav1.Now()
+	found := false
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			if n.Status.Conditions[i].Status == corev1.ConditionFalse {
+				return true, nil
 			}
+			n.Status.Conditions[i].Status, n.Status.Conditions[i].LastHeartbeatTime, n.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, now, now
+			found = true
 		}
-		now := metav1.Now()
-		found := false
-		for i := range n.Status.Conditions {
-			if n.Status.Conditions[i].Type == corev1.NodeReady {
-				n.Status.Conditions[i].Status, n.Status.Conditions[i].LastHeartbeatTime, n.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, now, now
-				found = true
-			}
-		}
-		if !found {
-			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now})
-		}
-		_, err = e.Kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err == nil, err
-	}, 30*time.Second)
+	}
+	if !found {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now})
+	}
+	_, err = e.Kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err == nil, err
 }
 
 // nodesRouteTable returns the route names in azsim's route table.
@@ -277,6 +288,7 @@ func TestNodes(t *testing.T) {
 					return false, err
 				}
 				if !nodesHasTaint(n, "node.cloudprovider.kubernetes.io/shutdown") {
+					_, _ = nodesSetNotReady(ctx, e, m.NodeName)
 					return false, fmt.Errorf("taints %v", n.Spec.Taints)
 				}
 				return true, nil
@@ -313,6 +325,7 @@ func TestNodes(t *testing.T) {
 		e.WaitFor("node "+m.NodeName+" deleted", func(ctx context.Context) (bool, error) {
 			_, err := nodesGet(ctx, e, m.NodeName)
 			if err == nil {
+				_, _ = nodesSetNotReady(ctx, e, m.NodeName)
 				return false, fmt.Errorf("node still exists")
 			}
 			return true, nil
