@@ -1,0 +1,216 @@
+package arm_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/identity"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
+	"github.com/azure-ccm/azure-ccm/internal/config"
+)
+
+const (
+	certClientID = "55555555-5555-5555-5555-555555555555"
+	wiClientID   = "66666666-6666-6666-6666-666666666666"
+	wiSubject    = "system:serviceaccount:kube-system:cloud-controller-manager"
+)
+
+// TestLoginMethodsAgainstAzsim logs in with every method azure.json can select — client
+// secret, client certificate, workload identity, system- and user-assigned managed identity —
+// through azidentity against azsim's Entra ID, and checks that ARM accepts the token and that
+// it was issued to the identity the configuration names.
+func TestLoginMethodsAgainstAzsim(t *testing.T) {
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSignedCert(t)
+	certFile := filepath.Join(dir, "client.pem")
+	if err := os.WriteFile(certFile, append(certPEM, keyPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(dir, "sa-token")
+	if err := os.WriteFile(tokenFile, []byte(serviceAccountJWT(wiSubject)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	creds := server.DefaultCredentials()
+	creds.Clients = append(creds.Clients,
+		identity.Client{ClientID: certClientID, CertificatePEM: string(certPEM)},
+		identity.Client{ClientID: wiClientID, Federated: true, FederatedSubject: wiSubject})
+	sim, err := server.Start(context.Background(), server.Options{Credentials: &creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	// The managed-identity credential finds its endpoint in the environment (App Service style).
+	t.Setenv("IDENTITY_ENDPOINT", sim.IMDSURL()+"/msi/token")
+	t.Setenv("IDENTITY_HEADER", creds.IdentityHeader)
+
+	userMIResource := creds.ManagedIdentities[1].ResourceID
+	cases := []struct {
+		name, extra string
+		method      arm.AuthMethod
+		wantApp     string
+	}{
+		{"client secret", fmt.Sprintf(`"aadClientId":%q,"aadClientSecret":%q`, server.DefaultClientID, server.DefaultClientSecret),
+			arm.AuthClientSecret, server.DefaultClientID},
+		{"client certificate", fmt.Sprintf(`"aadClientId":%q,"aadClientCertPath":%q`, certClientID, certFile),
+			arm.AuthClientCertificate, certClientID},
+		{"workload identity", fmt.Sprintf(`"aadClientId":%q,"useFederatedWorkloadIdentityExtension":true,"aadFederatedTokenFile":%q`, wiClientID, tokenFile),
+			arm.AuthWorkloadIdentity, wiClientID},
+		{"system-assigned managed identity", `"useManagedIdentityExtension":true`,
+			arm.AuthManagedIdentity, server.DefaultMIClientID},
+		{"user-assigned managed identity by client ID", fmt.Sprintf(`"useManagedIdentityExtension":true,"userAssignedIdentityID":%q`, server.DefaultUserMIClientID),
+			arm.AuthManagedIdentity, server.DefaultUserMIClientID},
+		{"user-assigned managed identity by resource ID", fmt.Sprintf(`"useManagedIdentityExtension":true,"userAssignedIdentityID":%q`, userMIResource),
+			arm.AuthManagedIdentity, server.DefaultUserMIClientID},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cfg, err := config.Parse([]byte(fmt.Sprintf(`{"cloud":"AzureStackCloud","tenantId":%q,"subscriptionId":%q,
+				"resourceGroup":"rg","location":"eastus",%s}`, server.DefaultTenantID, topology.DefaultSubscriptionID, tc.extra)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			envFile := sim.EnvironmentFile()
+			env, err := config.ResolveEnvironment(ctx, cfg, func(k string) string {
+				if k == config.EnvEnvironmentFile {
+					return envFile
+				}
+				return ""
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients, err := arm.New(ctx, cfg, arm.Options{Transport: sim.HTTPClient(), Environment: &env, Metrics: arm.NewMetrics()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if clients.AuthMethod != tc.method {
+				t.Fatalf("auth method %s, want %s", clients.AuthMethod, tc.method)
+			}
+			tok, err := clients.Credential.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scopeOf(env)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if app := tokenAppID(t, tok.Token); !strings.EqualFold(app, tc.wantApp) {
+				t.Fatalf("token issued to %q, want %q", app, tc.wantApp)
+			}
+			// ARM accepts it: a real SDK call through the clients.
+			pager := clients.Network.NewPublicIPAddressesClient().NewListAllPager(nil)
+			if _, err := pager.NextPage(ctx); err != nil {
+				t.Fatalf("ARM call with %s token: %v", tc.method, err)
+			}
+		})
+	}
+
+	t.Run("wrong certificate is refused without leaking the key", func(t *testing.T) {
+		otherCert, otherKey := selfSignedCert(t)
+		bad := filepath.Join(dir, "other.pem")
+		if err := os.WriteFile(bad, append(otherCert, otherKey...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Parse([]byte(fmt.Sprintf(`{"cloud":"AzureStackCloud","tenantId":%q,"subscriptionId":%q,
+			"resourceGroup":"rg","location":"eastus","aadClientId":%q,"aadClientCertPath":%q}`,
+			server.DefaultTenantID, topology.DefaultSubscriptionID, certClientID, bad)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := config.Environment{}
+		envFile := sim.EnvironmentFile()
+		if env, err = config.ResolveEnvironment(context.Background(), cfg, func(k string) string {
+			if k == config.EnvEnvironmentFile {
+				return envFile
+			}
+			return ""
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		cred, _, err := arm.NewCredential(cfg, env, sim.HTTPClient())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cred.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{scopeOf(env)}})
+		if err == nil {
+			t.Fatal("a certificate azsim does not know was accepted")
+		}
+		if strings.Contains(err.Error(), "PRIVATE KEY") {
+			t.Fatalf("error leaks key material: %v", err)
+		}
+	})
+}
+
+func selfSignedCert(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "azure-ccm-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb})
+}
+
+// serviceAccountJWT is a projected service-account token as the kubelet writes it; azsim checks
+// its shape, expiry and subject (it cannot know the cluster's issuer keys).
+func serviceAccountJWT(sub string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	header, _ := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": "test"})
+	now := time.Now()
+	claims, _ := json.Marshal(map[string]any{"iss": "https://kubernetes.default.svc", "sub": sub,
+		"aud": []string{"api://AzureADTokenExchange"}, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()})
+	return enc(header) + "." + enc(claims) + "." + enc([]byte("signature"))
+}
+
+func tokenAppID(t *testing.T, jwt string) string {
+	t.Helper()
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		t.Fatalf("token is not a JWT")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppID string `json:"appid"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.AppID
+}
+
+// scopeOf is the ARM token scope of an environment, as the SDK's bearer policy asks for it.
+func scopeOf(env config.Environment) string {
+	aud := env.TokenAudience
+	if aud == "" {
+		aud = env.ResourceManagerEndpoint
+	}
+	return strings.TrimSuffix(aud, "/") + "/.default"
+}
