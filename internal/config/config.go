@@ -98,6 +98,7 @@ type Config struct {
 	EnableIPTagMutationForExistingPublicIP          bool                                        `json:"enableIPTagMutationForExistingPublicIP,omitempty"`
 	PrivateLinkServiceResourceGroup                 string                                      `json:"privateLinkServiceResourceGroup,omitempty"`
 	ServiceGatewayEnabled                           bool                                        `json:"serviceGatewayEnabled,omitempty"`
+	EnableLoadBalancerAdminState                    *bool                                       `json:"enableLoadBalancerAdminState,omitempty"`
 
 	// Instances, routes and metadata.
 	UseInstanceMetadata                            bool `json:"useInstanceMetadata,omitempty"`
@@ -187,6 +188,11 @@ func (c *Config) IsStandardSKU() bool { return c.LoadBalancerSKU == LoadBalancer
 // ExcludeMasters reports whether control-plane nodes are kept out of Standard load balancers.
 func (c *Config) ExcludeMasters() bool {
 	return c.ExcludeMasterFromStandardLB == nil || *c.ExcludeMasterFromStandardLB
+}
+
+// AdminStateEnabled reports whether draining nodes get backend admin state Down (default true).
+func (c *Config) AdminStateEnabled() bool {
+	return c.EnableLoadBalancerAdminState == nil || *c.EnableLoadBalancerAdminState
 }
 
 // OutboundSNATDisabled reports whether LB rules disable outbound SNAT.

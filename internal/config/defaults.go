@@ -51,6 +51,10 @@ func SetDefaults(c *Config) {
 		t := true
 		c.ExcludeMasterFromStandardLB = &t
 	}
+	if c.EnableLoadBalancerAdminState == nil {
+		t := true
+		c.EnableLoadBalancerAdminState = &t
+	}
 	setInt(&c.MaximumLoadBalancerRuleCount, DefaultMaximumLoadBalancerRuleCount)
 	if c.ClusterServiceSharedLoadBalancerHealthProbePort == 0 {
 		c.ClusterServiceSharedLoadBalancerHealthProbePort = DefaultHealthProbePort
