@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -13,7 +14,8 @@ import (
 const CCMBinaryName = "azure-cloud-controller-manager"
 
 // ccmArgs are the flags every CCM run gets, before the test's own (pflag keeps the last value
-// of a repeated flag, so tests can override any of these). Routes and CIDR allocation are
+// of a repeated flag, so tests can override any of these; StartCCM drops a default whose flag
+// the test gives, see withoutOverridden). Routes and CIDR allocation are
 // off because kwok nodes have no pod CIDRs; leader election is off because there is one
 // replica per test.
 func ccmArgs(kubeconfig, cloudConfig string, port int) []string {
@@ -31,6 +33,27 @@ func ccmArgs(kubeconfig, cloudConfig string, port int) []string {
 		"--allocate-node-cidrs=false",
 		"--v=2",
 	}
+}
+
+// withoutOverridden drops the defaults whose flag name appears in args: pflag appends the
+// values of a repeated slice flag (--authorization-always-allow-paths) instead of replacing
+// them, so a test could not narrow such a default otherwise.
+func withoutOverridden(defaults, args []string) []string {
+	name := func(a string) string {
+		n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		return n
+	}
+	given := map[string]bool{}
+	for _, a := range args {
+		given[name(a)] = true
+	}
+	var out []string
+	for _, d := range defaults {
+		if !given[name(d)] {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // ccmEnv makes the CCM trust azsim's CA and nothing else changes.
@@ -90,7 +113,7 @@ func (e *Env) startCCM(args []string) error {
 	p, err := StartProcess(ProcessSpec{
 		Name:    "ccm",
 		Path:    bin,
-		Args:    append(ccmArgs(e.Kubeconfig, e.CloudConfigPath, e.ccmPort), args...),
+		Args:    append(withoutOverridden(ccmArgs(e.Kubeconfig, e.CloudConfigPath, e.ccmPort), args), args...),
 		Env:     ccmEnv(caFile),
 		LogPath: e.CCMLogPath(),
 	})

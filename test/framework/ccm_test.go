@@ -77,3 +77,20 @@ func TestCCMProcessLifecycle(t *testing.T) {
 		}
 	}
 }
+
+func TestWithoutOverridden(t *testing.T) {
+	defaults := []string{"--v=2", "--authorization-always-allow-paths=/healthz,/metrics", "--leader-elect=false"}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, defaults},
+		{[]string{"--v=4"}, []string{"--authorization-always-allow-paths=/healthz,/metrics", "--leader-elect=false"}},
+		{[]string{"--authorization-always-allow-paths=/healthz", "--controllers=*"}, []string{"--v=2", "--leader-elect=false"}},
+		{[]string{"-leader-elect=true", "--leader-elect-lease-duration=6s"}, []string{"--v=2", "--authorization-always-allow-paths=/healthz,/metrics"}},
+	} {
+		if got := withoutOverridden(defaults, c.args); !slices.Equal(got, c.want) {
+			t.Errorf("withoutOverridden(%v) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}

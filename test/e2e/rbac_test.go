@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
+	"github.com/azure-ccm/azure-ccm/internal/routes"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+const (
+	rbacNamespace = "kube-system"
+	rbacCCMSA     = "azure-cloud-controller-manager"
+	rbacNodeMgrSA = "azure-cloud-node-manager"
+)
+
+// rbacRender returns the chart's RBAC for the CCM and the node manager as `helm template`
+// renders it with default values. Without helm (it is installed by hack/verify-deploy.sh) the
+// generated deploy/manifests are used: verify-deploy checks they equal that rendering.
+func rbacRender(t *testing.T) []byte {
+	t.Helper()
+	root := framework.RepoRoot()
+	helm := filepath.Join(framework.ToolsDir(), "helm")
+	if _, err := os.Stat(helm); err == nil {
+		args := []string{"template", "azure-ccm", filepath.Join(root, "deploy", "chart", "azure-ccm"),
+			"--namespace", rbacNamespace, "--kube-version", framework.PinnedVersions()["KUBERNETES_VERSION"],
+			"--show-only", "templates/ccm-rbac.yaml", "--show-only", "templates/node-manager-rbac.yaml"}
+		out, err := exec.Command(helm, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	t.Logf("no helm in %s: using deploy/manifests (kept equal to the chart by hack/verify-deploy.sh)", framework.ToolsDir())
+	var all []byte
+	for _, f := range []string{"ccm-rbac.yaml", "node-manager-rbac.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, "deploy", "manifests", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(append(all, b...), []byte("\n---\n")...)
+	}
+	return all
+}
+
+// rbacKubectl runs kubectl as the cluster admin.
+func rbacKubectl(t *testing.T, e *framework.Env, stdin []byte, args ...string) {
+	t.Helper()
+	cmd := exec.Command(e.Tools.Kubectl, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// rbacToken asks the TokenRequest API for a token of the service account.
+func rbacToken(t *testing.T, e *framework.Env, sa string) string {
+	t.Helper()
+	expiry := int64(3600)
+	tr, err := e.Kube.CoreV1().ServiceAccounts(rbacNamespace).CreateToken(context.Background(), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", sa, err)
+	}
+	return tr.Status.Token
+}
+
+// rbacKubeconfig writes a kubeconfig that authenticates with token only (no client cert).
+func rbacKubeconfig(t *testing.T, e *framework.Env, name, token string) string {
+	t.Helper()
+	ca := e.RestConfig.CAData
+	if len(ca) == 0 && e.RestConfig.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(e.RestConfig.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: e.RestConfig.Host, CertificateAuthorityData: ca,
+		InsecureSkipTLSVerify: len(ca) == 0}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: name}
+	cfg.CurrentContext = name
+	path := filepath.Join(e.Dir, name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// rbacForbidden finds RBAC denials in a log: client-go reflectors, event sinks and leader
+// election all print the API server's "... is forbidden: User ... cannot ..." message.
+var rbacForbidden = regexp.MustCompile(`(?i)forbidden|cannot (get|list|watch|create|update|patch|delete) resource`)
+
+// TestRBAC renders the chart's RBAC, applies it, and runs the CCM under its ServiceAccount only
+// (token from the TokenRequest API; delegated authn/authz through the same identity) with
+// every controller on: nodes are initialised, routes created, a deleted VM's node removed,
+// a LoadBalancer service gets its IP (nodeIP backend pool) and is deleted, leader election
+// holds the Lease,
+// /metrics is served to an authorised client only, and the CCM log has no "forbidden".
+func TestRBAC(t *testing.T) {
+	nodesRequireBinary(t, framework.CCMBinaryName)
+	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{
+		"loadBalancerBackendPoolConfigurationType": "nodeIP",
+		"vmCacheTTLInSeconds":                      2,
+		"vmssVirtualMachinesCacheTTLInSeconds":     2,
+	}})
+	if len(e.Machines) < 3 {
+		t.Fatalf("default topology has %d machines, want 3", len(e.Machines))
+	}
+	ctx := context.Background()
+	rbacKubectl(t, e, rbacRender(t), "apply", "-f", "-")
+
+	saKubeconfig := rbacKubeconfig(t, e, rbacCCMSA, rbacToken(t, e, rbacCCMSA))
+	// The identity really is restricted: anything outside the role is denied.
+	saConfig, err := clientcmd.BuildConfigFromFlags("", saKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saKube := kubernetes.NewForConfigOrDie(saConfig)
+	e.WaitFor("RBAC applied: the CCM identity may list nodes", func(ctx context.Context) (bool, error) {
+		_, err := saKube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, err
+	}, 30*time.Second)
+	if _, err := saKube.CoreV1().Secrets(rbacNamespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the CCM identity can list secrets (err=%v): it is not the restricted ServiceAccount", err)
+	}
+
+	podCIDRs := map[string]string{}
+	for i, m := range e.Machines {
+		podCIDRs[m.NodeName] = fmt.Sprintf("10.244.%d.0/24", i)
+		nodesCreate(t, e, m, podCIDRs[m.NodeName], nil)
+	}
+
+	// The chart's flags that matter for RBAC, with the ServiceAccount's kubeconfig everywhere;
+	// /metrics is not in always-allow, so it goes through delegated authorization.
+	e.StartCCM(
+		"--kubeconfig="+saKubeconfig,
+		"--authentication-kubeconfig="+saKubeconfig,
+		"--authorization-kubeconfig="+saKubeconfig,
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez",
+		"--use-service-account-credentials=false",
+		"--leader-elect=true",
+		"--leader-elect-resource-lock=leases",
+		"--leader-elect-resource-name=cloud-controller-manager",
+		"--leader-elect-resource-namespace="+rbacNamespace,
+		"--controllers=*",
+		"--configure-cloud-routes=true",
+		"--cluster-cidr=10.244.0.0/16",
+		"--concurrent-service-syncs=10",
+	)
+
+	t.Run("leader election", func(t *testing.T) {
+		e.WaitFor("lease held", func(ctx context.Context) (bool, error) {
+			l, err := e.Kube.CoordinationV1().Leases(rbacNamespace).Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Errorf("no holder")
+		}, time.Minute)
+	})
+
+	t.Run("nodes initialised and routes created", func(t *testing.T) {
+		for _, m := range e.Machines {
+			e.WaitFor("node "+m.NodeName+" initialised", e.NodeInitialized(m.NodeName), 2*time.Minute)
+		}
+		e.WaitFor("a route per node", func(ctx context.Context) (bool, error) {
+			names, err := nodesRouteTable(ctx, e)
+			if err != nil {
+				return false, err
+			}
+			have := map[string]bool{}
+			for _, n := range names {
+				have[n] = true
+			}
+			for node, cidr := range podCIDRs {
+				if !have[routes.Name(node, cidr)] {
+					return false, fmt.Errorf("route of %s missing (have %v)", node, names)
+				}
+			}
+			return true, nil
+		}, 2*time.Minute)
+	})
+
+	t.Run("LoadBalancer service gets its IP", func(t *testing.T) {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac-lb", Namespace: "default"},
+			Spec: corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeLoadBalancer,
+				Selector: map[string]string{"app": "rbac-lb"},
+				Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+			},
+		}
+		if _, err := e.Kube.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitFor("service ingress IP", e.ServiceIngress("default", "rbac-lb"), 2*time.Minute)
+		// Events are written with the ServiceAccount too.
+		e.WaitFor("EnsuredLoadBalancer event", func(ctx context.Context) (bool, error) {
+			evs, err := e.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=rbac-lb"})
+			if err != nil {
+				return false, err
+			}
+			for _, ev := range evs.Items {
+				if ev.Reason == "EnsuredLoadBalancer" {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("no EnsuredLoadBalancer event among %d", len(evs.Items))
+		}, time.Minute)
+	})
+
+	t.Run("deleted service: finalizer removed", func(t *testing.T) {
+		if err := e.Kube.CoreV1().Services("default").Delete(ctx, "rbac-lb", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitFor("service gone (the CCM removed its finalizer)", func(ctx context.Context) (bool, error) {
+			_, err := e.Kube.CoreV1().Services("default").Get(ctx, "rbac-lb", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("service still there (err=%v)", err)
+		}, 2*time.Minute)
+	})
+
+	t.Run("deleted VM: node removed", func(t *testing.T) {
+		m := e.Machines[len(e.Machines)-1]
+		if err := e.Azure.Server.VMAction(ctx, control.VMAction{ID: m.ResourceID, Action: "delete"}); err != nil {
+			t.Fatal(err)
+		}
+		nodesMakeNotReady(t, e, m.NodeName)
+		e.WaitFor("node "+m.NodeName+" deleted", func(ctx context.Context) (bool, error) {
+			if _, err := nodesGet(ctx, e, m.NodeName); err == nil {
+				_, _ = nodesSetNotReady(ctx, e, m.NodeName)
+				return false, fmt.Errorf("node still exists")
+			}
+			return true, nil
+		}, 90*time.Second)
+	})
+
+	t.Run("metrics behind delegated authn and authz", func(t *testing.T) {
+		base := fmt.Sprintf("https://127.0.0.1:%d/metrics", e.CCMPort())
+		// The cluster admin's client certificate: authenticated with the client CA read from
+		// extension-apiserver-authentication, authorised by a SubjectAccessReview.
+		adminTLS, err := rest.TLSConfigFor(e.RestConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		adminTLS.RootCAs, adminTLS.InsecureSkipVerify = nil, true // the CCM's serving cert is self-signed
+		admin := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: adminTLS}}
+		e.WaitFor("admin reads /metrics", func(ctx context.Context) (bool, error) {
+			code, body, err := rbacGet(ctx, admin, base, "")
+			if err != nil {
+				return false, err
+			}
+			if code != http.StatusOK || !strings.Contains(body, "azure_ccm_arm_requests_total") {
+				return false, fmt.Errorf("status %d, ARM metrics present=%v", code, strings.Contains(body, "azure_ccm_arm_requests_total"))
+			}
+			return true, nil
+		}, 30*time.Second)
+		// The node manager's token is valid (TokenReview) but may not read /metrics.
+		plain := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		token := rbacToken(t, e, rbacNodeMgrSA)
+		e.WaitFor("unauthorised token gets 403", func(ctx context.Context) (bool, error) {
+			code, _, err := rbacGet(ctx, plain, base, token)
+			if err != nil {
+				return false, err
+			}
+			return code == http.StatusForbidden, fmt.Errorf("status %d, want 403", code)
+		}, 30*time.Second)
+	})
+
+	if out, err := os.ReadFile(e.CCMLogPath()); err != nil {
+		t.Fatal(err)
+	} else if lines := rbacForbiddenLines(string(out)); len(lines) > 0 {
+		t.Errorf("the CCM was denied by RBAC (%d lines), e.g.:\n%s", len(lines), strings.Join(lines[:min(5, len(lines))], "\n"))
+	}
+}
+
+func rbacForbiddenLines(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if rbacForbidden.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func rbacGet(ctx context.Context, hc *http.Client, url, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
