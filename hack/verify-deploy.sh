@@ -81,12 +81,13 @@ main() {
   export PATH="${TOOLS_BIN}:${PATH}"
   mkdir -p "${OUT}"
 
+  # Non-default branches must lint and validate too.
+  local alt=(--set ccm.replicas=1,ccm.antiAffinity=preferred,ccm.configureCloudRoutes=true,ccm.clusterCIDR=10.244.0.0/16
+    --set nodeManager.windows.enabled=false,cloudConfig.create=false,ccm.extraArgs[0]=--kube-api-qps=50
+    --set ccm.env[0].name=HTTPS_PROXY,ccm.env[0].value=http://proxy:3128,ccm.podAnnotations.a=b)
   log "helm lint"
   helm lint --strict --namespace kube-system --kube-version "${KUBERNETES_VERSION}" "${CHART}"
-  # Non-default branches must render too.
-  helm lint --strict --namespace kube-system --kube-version "${KUBERNETES_VERSION}" "${CHART}" \
-    --set ccm.replicas=1,ccm.antiAffinity=preferred,ccm.configureCloudRoutes=true,ccm.clusterCIDR=10.244.0.0/16 \
-    --set nodeManager.windows.enabled=false,cloudConfig.create=false
+  helm lint --strict --namespace kube-system --kube-version "${KUBERNETES_VERSION}" "${CHART}" "${alt[@]}"
   if helm template "${RELEASE[@]}" --set ccm.configureCloudRoutes=true >/dev/null 2>&1; then
     log "FAIL: configureCloudRoutes without clusterCIDR rendered"
     return 1
@@ -94,6 +95,7 @@ main() {
 
   log "helm template"
   helm template "${RELEASE[@]}" >"${OUT}/rendered.yaml"
+  helm template "${RELEASE[@]}" "${alt[@]}" >"${OUT}/rendered-alt.yaml"
   if ${update}; then
     render_manifests "${MANIFESTS}"
     log "regenerated ${MANIFESTS}"
@@ -106,7 +108,7 @@ main() {
 
   # Schemas (kubeconform, strict), server-side dry-run and the dashboard check, in Go.
   log "go test ./deploy/..."
-  AZURE_CCM_KUBECONFORM="${TOOLS_BIN}/kubeconform" AZURE_CCM_RENDERED="${OUT}/rendered.yaml" \
+  AZURE_CCM_KUBECONFORM="${TOOLS_BIN}/kubeconform" AZURE_CCM_RENDERED="${OUT}/rendered.yaml:${OUT}/rendered-alt.yaml" \
     "${GO}" test -count=1 -timeout 10m ./deploy/...
   log "deploy/ verified"
 }
