@@ -11,7 +11,7 @@ export AZURE_CCM_TOOLS_BIN := $(TOOLS_BIN)
 # Every cmd/<name> that has Go files yet (binaries land as the project grows).
 CMDS := $(sort $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))
 
-.PHONY: all build tools test test-unit test-integration test-e2e demo down lint fmt bench chaos clean
+.PHONY: all build tools test test-unit test-integration test-e2e verify-deploy demo down lint fmt bench chaos clean
 
 all: build
 
@@ -31,6 +31,12 @@ test-unit:
 
 test-integration: tools build
 	$(GO) test -count=1 -timeout 10m ./test/framework/... ./test/integration/...
+
+# deploy/: helm lint/template, manifests in sync, kubeconform, dry-run, dashboard and docs
+# against the code (hack/test.sh runs it too). `hack/verify-deploy.sh --update` regenerates
+# deploy/manifests.
+verify-deploy: tools
+	hack/verify-deploy.sh
 
 # One e2e test: make test-e2e E2E_RUN=TestName
 test-e2e: tools build

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test suite: unit, integration (test/framework, test/integration) and e2e.
+# Runs every test suite: unit, integration (test/framework, test/integration), e2e, and the
+# deploy/ checks (hack/verify-deploy.sh).
 # Exits non-zero if any suite fails, and prints go test's per-package summary of each.
 # Tools and binaries must be in place (`make test` runs `make tools build` first).
 #
@@ -51,7 +52,16 @@ mapfile -t E2E < <(pkgs_under test/e2e)
 
 suite unit 10m "${UNIT[@]}"
 suite integration 10m "${INTEGRATION[@]}"
+# Before e2e, so that TestRBAC renders the chart with the helm this installs.
+# deploy/: chart, manifests, schemas, dashboard (installs helm and kubeconform on first use).
+echo "=== deploy: hack/verify-deploy.sh (log: ${OUT}/deploy.log)"
+start=$(date +%s)
+"${ROOT}/hack/verify-deploy.sh" 2>&1 | tee "${OUT}/deploy.log"
+rc=${PIPESTATUS[0]}
+summary+=("deploy: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
+[[ ${rc} -eq 0 ]] || failed+=("deploy")
 suite e2e "${E2E_TIMEOUT:-20m}" "${E2E[@]}"
+
 
 echo
 echo "==================== test summary ===================="
