@@ -52,6 +52,7 @@ mapfile -t E2E < <(pkgs_under test/e2e)
 
 suite unit 10m "${UNIT[@]}"
 suite integration 10m "${INTEGRATION[@]}"
+
 # Before e2e, so that TestRBAC renders the chart with the helm this installs.
 # deploy/: chart, manifests, schemas, dashboard (installs helm and kubeconform on first use).
 echo "=== deploy: hack/verify-deploy.sh (log: ${OUT}/deploy.log)"
@@ -60,8 +61,8 @@ start=$(date +%s)
 rc=${PIPESTATUS[0]}
 summary+=("deploy: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
 [[ ${rc} -eq 0 ]] || failed+=("deploy")
-suite e2e "${E2E_TIMEOUT:-20m}" "${E2E[@]}"
 
+suite e2e "${E2E_TIMEOUT:-20m}" "${E2E[@]}"
 
 echo
 echo "==================== test summary ===================="
