@@ -281,8 +281,13 @@ func TestRBAC(t *testing.T) {
 			}
 			return true, nil
 		}, 30*time.Second)
-		// The node manager's token is valid (TokenReview) but may not read /metrics.
 		plain := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		// The kubelet probes /healthz without credentials.
+		code, body, err := rbacGet(ctx, plain, strings.TrimSuffix(base, "/metrics")+"/healthz", "")
+		if err != nil || code != http.StatusOK || body != "ok" {
+			t.Errorf("anonymous /healthz: %d %q %v, want 200 ok", code, body, err)
+		}
+		// The node manager's token is valid (TokenReview) but may not read /metrics.
 		token := rbacToken(t, e, rbacNodeMgrSA)
 		e.WaitFor("unauthorised token gets 403", func(ctx context.Context) (bool, error) {
 			code, _, err := rbacGet(ctx, plain, base, token)
