@@ -17,6 +17,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -47,7 +48,8 @@ func rbacRender(t *testing.T) []byte {
 	if _, err := os.Stat(helm); err == nil {
 		args := []string{"template", "azure-ccm", filepath.Join(root, "deploy", "chart", "azure-ccm"),
 			"--namespace", rbacNamespace, "--kube-version", framework.PinnedVersions()["KUBERNETES_VERSION"],
-			"--show-only", "templates/ccm-rbac.yaml", "--show-only", "templates/node-manager-rbac.yaml"}
+			"--show-only", "templates/ccm-rbac.yaml", "--show-only", "templates/node-manager-rbac.yaml",
+			"--show-only", "templates/metrics-reader-rbac.yaml"}
 		out, err := exec.Command(helm, args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -56,7 +58,7 @@ func rbacRender(t *testing.T) []byte {
 	}
 	t.Logf("no helm in %s: using deploy/manifests (kept equal to the chart by hack/verify-deploy.sh)", framework.ToolsDir())
 	var all []byte
-	for _, f := range []string{"ccm-rbac.yaml", "node-manager-rbac.yaml"} {
+	for _, f := range []string{"ccm-rbac.yaml", "node-manager-rbac.yaml", "metrics-reader-rbac.yaml"} {
 		b, err := os.ReadFile(filepath.Join(root, "deploy", "manifests", f))
 		if err != nil {
 			t.Fatal(err)
@@ -295,6 +297,26 @@ func TestRBAC(t *testing.T) {
 				return false, err
 			}
 			return code == http.StatusForbidden, fmt.Errorf("status %d, want 403", code)
+		}, 30*time.Second)
+		// A Prometheus ServiceAccount bound to the chart's metrics reader role may.
+		if _, err := e.Kube.CoreV1().ServiceAccounts(rbacNamespace).Create(ctx, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Name: "prometheus"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "prometheus-azure-ccm"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "azure-ccm-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: rbacNamespace}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		promToken := rbacToken(t, e, "prometheus")
+		e.WaitFor("metrics reader token gets 200", func(ctx context.Context) (bool, error) {
+			code, body, err := rbacGet(ctx, plain, base, promToken)
+			if err != nil {
+				return false, err
+			}
+			return code == http.StatusOK && strings.Contains(body, "azure_ccm_arm_requests_total"), fmt.Errorf("status %d", code)
 		}, 30*time.Second)
 	})
 
