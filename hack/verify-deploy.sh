@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Validates deploy/: the Helm chart lints and renders, deploy/manifests equals the chart's
-# default rendering, every object passes a strict schema check (kubeconform with JSON schemas
-# generated from the local kube-apiserver's OpenAPI: there is no internet here) and a
-# server-side dry-run apply, and the Grafana dashboard parses and only queries metrics the
-# code defines (go test ./deploy/...).
+# default rendering, and go test ./deploy/...: every object passes a strict schema check
+# (kubeconform with JSON schemas generated from the local kube-apiserver's OpenAPI: there is
+# no internet here) and a server-side dry-run apply, the manifests schedule as intended on a
+# kwok cluster, the Dockerfiles match the binaries, and the Grafana dashboard, docs/operations.md
+# and docs/azure-permissions.md match the metrics, event reasons and role of the code.
 #
 #   hack/verify-deploy.sh            check
 #   hack/verify-deploy.sh --update   regenerate deploy/manifests from the chart, then check
