@@ -121,8 +121,8 @@ var rbacForbidden = regexp.MustCompile(`(?i)forbidden|cannot (get|list|watch|cre
 // (token from the TokenRequest API; delegated authn/authz through the same identity) with
 // every controller on: nodes are initialised, routes created, a deleted VM's node removed,
 // a LoadBalancer service gets its IP (nodeIP backend pool) and is deleted, leader election
-// holds the Lease,
-// /metrics is served to an authorised client only, and the CCM log has no "forbidden".
+// holds the Lease, /healthz is open and /metrics served to authorised clients only, every ARM
+// call is allowed by the custom Azure role, and the CCM log has no "forbidden".
 func TestRBAC(t *testing.T) {
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{
