@@ -21,6 +21,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
+	_ "github.com/azure-ccm/azure-ccm/internal/controllers/adminstate" // admin-state controller
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
 

@@ -1,0 +1,575 @@
+// Package adminstate is the admin-state controller (seed 000 part 3): while a node carries a
+// draining taint (node.kubernetes.io/out-of-service or
+// cloudprovider.azure.microsoft.com/draining=spot-eviction) every backend entry of the node on
+// every cluster load balancer gets admin state Down, so new flows stop at once instead of after
+// failed probes; when the taints go, the entries return to None. The first PreemptScheduled
+// event of a node adds the draining taint. The controller has its own rate-limited queue,
+// independent of the service controller, and writes pools through the load balancer's
+// group-commit pool writers, so many nodes draining at once cost one PUT per pool and its
+// writes never conflict with service reconciles. The decisions are internal/adminstate's.
+package adminstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/writer"
+)
+
+// Event reasons on the Node.
+const (
+	ReasonDown     = "AdminStateDown"
+	ReasonRestored = "AdminStateRestored"
+	ReasonFailed   = "AdminStateFailed"
+	ReasonTainted  = "SpotEvictionTainted"
+)
+
+// Pools is what the controller needs from the load balancer implementation
+// (*loadbalancer.LoadBalancer, see internal/loadbalancer/adminstate_hook.go).
+type Pools interface {
+	PoolWriters() *writer.Registry[armnetwork.BackendAddressPool]
+	LoadBalancerWriters() *writer.Registry[armnetwork.LoadBalancer]
+	ClusterLoadBalancerIDs(clusterName string) []string
+}
+
+// Options configure the controller. ClusterName, Kube, Nodes and Pools are required.
+type Options struct {
+	ClusterName string
+	Kube        kubernetes.Interface
+	Nodes       coreinformers.NodeInformer
+	// Events is an informer of PreemptScheduled events of nodes (see EventsInformer); nil
+	// disables the spot-eviction path.
+	Events coreinformers.EventInformer
+	Pools  Pools
+	// Recorder receives the Node events (optional).
+	Recorder record.EventRecorder
+	// Workers processing the queue (default 8; they mostly wait for a pool round).
+	Workers int
+	// GatherWindow is how long a pool round waits for more nodes before it reads the pool
+	// (default 100ms): nodes tainted together then share one PUT.
+	GatherWindow time.Duration
+	// ResyncPeriod re-checks every cluster pool against the desired state, healing a missed
+	// update (default 2 minutes; reads the load balancers through the writers' cache).
+	ResyncPeriod time.Duration
+	// RetryBase and RetryMax bound the exponential backoff of failed nodes (default 1s, 5m).
+	RetryBase, RetryMax time.Duration
+	// MaxEventAge ignores PreemptScheduled events last seen longer ago (default 10 minutes):
+	// an old event delivered again after a restart must not taint a node an operator cleared.
+	MaxEventAge time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+type key struct {
+	Node string
+	Spot bool // a PreemptScheduled event to act on, not an admin-state sync
+}
+
+// nodeState is what the controller remembers of one node, by UID: a replacement node with the
+// same name starts afresh.
+type nodeState struct {
+	name       string
+	desired    planner.State
+	observedAt time.Time     // when desired last changed
+	applied    planner.State // last state confirmed on every pool ("" before any)
+	// PreemptScheduled bookkeeping: acted once per node until the taint is cleared.
+	spotActed     bool
+	spotClearedAt time.Time
+	spotEventAt   time.Time // last-seen time of the event waiting to be acted on
+}
+
+// Controller applies the admin state of draining nodes.
+type Controller struct {
+	o     Options
+	queue workqueue.TypedRateLimitingInterface[key]
+	nodes corelisters.NodeLister
+
+	mu       sync.Mutex
+	states   map[types.UID]*nodeState
+	byName   map[string]types.UID
+	flushers map[string]*flusher // by lower-cased pool ID
+
+	synced []cache.InformerSynced
+}
+
+// New builds the controller and registers its informer handlers.
+func New(o Options) (*Controller, error) {
+	if o.ClusterName == "" || o.Kube == nil || o.Nodes == nil || o.Pools == nil {
+		return nil, errors.New("adminstate: ClusterName, Kube, Nodes and Pools are required")
+	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.GatherWindow < 0 {
+		o.GatherWindow = 0
+	} else if o.GatherWindow == 0 {
+		o.GatherWindow = 100 * time.Millisecond
+	}
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = 2 * time.Minute
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = 5 * time.Minute
+	}
+	if o.MaxEventAge <= 0 {
+		o.MaxEventAge = 10 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	RegisterMetrics()
+	c := &Controller{
+		o: o,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[key](o.RetryBase, o.RetryMax),
+			workqueue.TypedRateLimitingQueueConfig[key]{Name: "admin-state"}),
+		nodes:    o.Nodes.Lister(),
+		states:   map[types.UID]*nodeState{},
+		byName:   map[string]types.UID{},
+		flushers: map[string]*flusher{},
+	}
+	if _, err := o.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.nodeChanged(nil, obj.(*v1.Node)) },
+		UpdateFunc: func(old, cur any) { c.nodeChanged(old.(*v1.Node), cur.(*v1.Node)) },
+		DeleteFunc: c.nodeDeleted,
+	}); err != nil {
+		return nil, err
+	}
+	c.synced = append(c.synced, o.Nodes.Informer().HasSynced)
+	if o.Events != nil {
+		if _, err := o.Events.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.eventSeen(obj.(*v1.Event)) },
+			UpdateFunc: func(_, cur any) { c.eventSeen(cur.(*v1.Event)) },
+		}); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, o.Events.Informer().HasSynced)
+	}
+	return c, nil
+}
+
+// Run processes the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	klog.InfoS("Starting admin-state controller", "cluster", c.o.ClusterName, "workers", c.o.Workers, "gatherWindow", c.o.GatherWindow)
+	defer klog.InfoS("Shutting down admin-state controller")
+	if !cache.WaitForNamedCacheSync("admin-state", ctx.Done(), c.synced...) {
+		return
+	}
+	for i := 0; i < c.o.Workers; i++ {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	// Heal at start (a taint removed while no CCM ran) and periodically.
+	go wait.UntilWithContext(ctx, c.resync, c.o.ResyncPeriod)
+	<-ctx.Done()
+}
+
+// nodeChanged enqueues nodes whose draining state changed. Nodes that are not draining and
+// never were cost nothing: a start-up with many nodes makes no ARM call.
+func (c *Controller) nodeChanged(old, cur *v1.Node) {
+	if old != nil && old.UID != cur.UID {
+		c.forget(old)
+		old = nil
+	}
+	want := planner.Desired(cur)
+	c.mu.Lock()
+	st := c.stateLocked(cur)
+	changed := st.desired != want
+	if old == nil && want == planner.None {
+		changed = false
+	}
+	if changed {
+		st.desired, st.observedAt = want, c.o.Now()
+	}
+	if old != nil && planner.HasSpotTaint(old) && !planner.HasSpotTaint(cur) {
+		// The draining taint was cleared: a later PreemptScheduled event acts again.
+		st.spotActed, st.spotClearedAt = false, c.o.Now()
+	}
+	c.updateGaugeLocked()
+	c.mu.Unlock()
+	if changed {
+		klog.V(2).InfoS("Node draining state changed", "node", cur.Name, "adminState", want, "taints", planner.DrainingTaints(cur))
+		c.queue.Add(key{Node: cur.Name})
+	}
+}
+
+func (c *Controller) nodeDeleted(obj any) {
+	n, ok := obj.(*v1.Node)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if n, ok = tomb.Obj.(*v1.Node); !ok {
+			return
+		}
+	}
+	// Nothing is called: its entries go with normal pool reconciliation.
+	klog.V(2).InfoS("Node deleted; its backend entries leave with pool reconciliation", "node", n.Name)
+	c.forget(n)
+}
+
+func (c *Controller) forget(n *v1.Node) {
+	c.mu.Lock()
+	delete(c.states, n.UID)
+	if c.byName[n.Name] == n.UID {
+		delete(c.byName, n.Name)
+	}
+	c.updateGaugeLocked()
+	c.mu.Unlock()
+}
+
+func (c *Controller) stateLocked(n *v1.Node) *nodeState {
+	st, ok := c.states[n.UID]
+	if !ok {
+		st = &nodeState{name: n.Name, desired: planner.None}
+		c.states[n.UID] = st
+	}
+	c.byName[n.Name] = n.UID
+	return st
+}
+
+func (c *Controller) updateGaugeLocked() {
+	d := 0
+	for _, st := range c.states {
+		if st.desired == planner.Down {
+			d++
+		}
+	}
+	drainingNodes.Set(float64(d))
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	k, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(k)
+	var err error
+	if k.Spot {
+		err = c.syncSpot(ctx, k.Node)
+	} else {
+		err = c.syncNode(ctx, k.Node)
+	}
+	if err != nil {
+		retry := c.queue.NumRequeues(k) + 1
+		klog.ErrorS(err, "Admin-state sync failed; retrying with backoff", "node", k.Node, "spotEviction", k.Spot, "attempt", retry)
+		c.queue.AddRateLimited(k)
+		return true
+	}
+	c.queue.Forget(k)
+	return true
+}
+
+// syncNode brings every backend entry of the node to its desired state.
+func (c *Controller) syncNode(ctx context.Context, name string) error {
+	n, err := c.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted: nothing to call
+	}
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	st := c.stateLocked(n)
+	want, since, applied := st.desired, st.observedAt, st.applied
+	c.mu.Unlock()
+	if want == applied {
+		return nil
+	}
+	pools, err := c.clusterPools(ctx)
+	if err != nil {
+		c.failed(n, want, nil, err)
+		return err
+	}
+	byLB := groupByLB(pools)
+	errs := make([]error, len(byLB))
+	var wg sync.WaitGroup
+	for i, lbPools := range byLB {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.flusherFor(lbPools).wait(ctx, since)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.failed(n, want, pools, err)
+		return err
+	}
+	c.mu.Lock()
+	if cur, ok := c.states[n.UID]; ok && cur.desired == want && cur.observedAt.Equal(since) {
+		cur.applied = want
+	}
+	c.mu.Unlock()
+	transitionLatency.WithLabelValues(string(want)).Observe(c.o.Now().Sub(since).Seconds())
+	klog.V(2).InfoS("Node backend entries carry their admin state", "node", name, "adminState", want, "pools", poolNames(pools), "after", c.o.Now().Sub(since))
+	return nil
+}
+
+func (c *Controller) failed(n *v1.Node, want planner.State, pools []poolRef, err error) {
+	if c.o.Recorder != nil {
+		c.o.Recorder.Eventf(n, v1.EventTypeWarning, ReasonFailed, "Setting admin state %s on backend pools %s failed (will retry): %v", want, strings.Join(poolNames(pools), ", "), err)
+	}
+}
+
+// poolRef is one cluster backend pool of one load balancer.
+type poolRef struct {
+	LBID, ID, Name string
+}
+
+func poolNames(ps []poolRef) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, lastSegment(p.LBID)+"/"+p.Name)
+	}
+	return out
+}
+
+func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+
+// clusterPools lists the cluster's backend pools (IPv4 and IPv6) on every cluster load
+// balancer that exists, from the load balancer writers (their cache while fresh).
+func (c *Controller) clusterPools(ctx context.Context) ([]poolRef, error) {
+	names := map[string]bool{}
+	for _, f := range []naming.Family{naming.IPv4, naming.IPv6} {
+		names[strings.ToLower(naming.BackendPoolName(c.o.ClusterName, f))] = true
+	}
+	var out []poolRef
+	for _, id := range c.o.Pools.ClusterLoadBalancerIDs(c.o.ClusterName) {
+		lb, err := c.o.Pools.LoadBalancerWriters().For(id).Get(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load balancer %s: %w", lastSegment(id), err)
+		}
+		if lb == nil || lb.Properties == nil {
+			continue
+		}
+		for _, p := range lb.Properties.BackendAddressPools {
+			if p == nil || p.Name == nil || !names[strings.ToLower(*p.Name)] {
+				continue
+			}
+			out = append(out, poolRef{LBID: id, ID: id + "/backendAddressPools/" + *p.Name, Name: *p.Name})
+		}
+	}
+	return out, nil
+}
+
+// groupByLB splits pools by load balancer, keeping their order.
+func groupByLB(pools []poolRef) [][]poolRef {
+	var out [][]poolRef
+	idx := map[string]int{}
+	for _, p := range pools {
+		k := strings.ToLower(p.LBID)
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], p)
+	}
+	return out
+}
+
+// flusherFor returns the flusher of one load balancer's cluster pools. The pools of one load
+// balancer share its ETag (a pool PUT changes it), so writing them concurrently makes all but
+// one fail with 412 and write again: a round writes them one after the other instead, and
+// different load balancers in parallel.
+func (c *Controller) flusherFor(pools []poolRef) *flusher {
+	k := strings.ToLower(pools[0].LBID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.flushers[k]
+	if !ok {
+		f = &flusher{window: c.o.GatherWindow, run: c.updatePools}
+		c.flushers[k] = f
+	}
+	// The pools of a load balancer rarely change (IPv6 added); the latest list is used.
+	f.setPools(pools)
+	return f
+}
+
+func (c *Controller) updatePools(ctx context.Context, pools []poolRef, applied func()) error {
+	var errs []error
+	for _, p := range pools {
+		errs = append(errs, c.updatePool(ctx, p, applied))
+	}
+	return errors.Join(errs...)
+}
+
+// updatePool runs one round on a pool: a fresh read (the pool may have changed outside this
+// process, e.g. NIC-based membership), the level-triggered edit, a PUT when it changed.
+func (c *Controller) updatePool(ctx context.Context, p poolRef, applied func()) error {
+	start := time.Now()
+	w := c.o.Pools.PoolWriters().For(p.ID)
+	w.Invalidate()
+	var changes []planner.Change
+	_, err := w.Submit(ctx, func(cur *armnetwork.BackendAddressPool) (*armnetwork.BackendAddressPool, error) {
+		applied()
+		if cur == nil {
+			changes = nil
+			return nil, nil
+		}
+		changes = planner.Apply(cur, c.Members(cur))
+		return cur, nil
+	})
+	latency.WithLabelValues("update_pool").Observe(time.Since(start).Seconds())
+	if err != nil {
+		operations.WithLabelValues("update_pool", "error").Inc()
+		countError("update_pool", err)
+		return fmt.Errorf("backend pool %s of load balancer %s: %w", p.Name, lastSegment(p.LBID), err)
+	}
+	if len(changes) == 0 {
+		operations.WithLabelValues("update_pool", "unchanged").Inc()
+		return nil
+	}
+	operations.WithLabelValues("update_pool", "success").Inc()
+	// The pool write changed the load balancer's ETag and content.
+	c.o.Pools.LoadBalancerWriters().For(p.LBID).Invalidate()
+	c.report(p, changes)
+	return nil
+}
+
+// report logs and records the changes of one pool write, one event per node.
+func (c *Controller) report(p poolRef, changes []planner.Change) {
+	byNode := map[string][]planner.Change{}
+	for _, ch := range changes {
+		byNode[ch.Node] = append(byNode[ch.Node], ch)
+		entriesChanged.WithLabelValues(string(ch.To)).Inc()
+	}
+	nodes := make([]string, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	klog.InfoS("Backend admin state updated", "loadBalancer", lastSegment(p.LBID), "pool", p.Name, "nodes", nodes, "entries", len(changes))
+	if c.o.Recorder == nil {
+		return
+	}
+	for _, name := range nodes {
+		chs := byNode[name]
+		n, err := c.nodes.Get(name)
+		if err != nil {
+			continue
+		}
+		entries := make([]string, 0, len(chs))
+		for _, ch := range chs {
+			entries = append(entries, ch.Entry)
+		}
+		to := chs[0].To
+		if to == planner.Down {
+			c.o.Recorder.Eventf(n, v1.EventTypeNormal, ReasonDown, "Backend entries %s of pool %s on load balancer %s set to admin state Down (draining taints: %s)",
+				strings.Join(entries, ", "), p.Name, lastSegment(p.LBID), strings.Join(planner.DrainingTaints(n), ", "))
+		} else {
+			c.o.Recorder.Eventf(n, v1.EventTypeNormal, ReasonRestored, "Backend entries %s of pool %s on load balancer %s restored to admin state None",
+				strings.Join(entries, ", "), p.Name, lastSegment(p.LBID))
+		}
+	}
+}
+
+// Members are all known nodes with their desired state, matched to pool's NIC-based members
+// through their providerID (scale set instances).
+func (c *Controller) Members(pool *armnetwork.BackendAddressPool) []planner.Member {
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var configs []string
+	if pool != nil && pool.Properties != nil {
+		for _, r := range pool.Properties.BackendIPConfigurations {
+			if r != nil && r.ID != nil {
+				configs = append(configs, *r.ID)
+			}
+		}
+		for _, e := range pool.Properties.LoadBalancerBackendAddresses {
+			if e != nil && e.Properties != nil && e.Properties.NetworkInterfaceIPConfiguration != nil && e.Properties.NetworkInterfaceIPConfiguration.ID != nil {
+				configs = append(configs, *e.Properties.NetworkInterfaceIPConfiguration.ID)
+			}
+		}
+	}
+	out := make([]planner.Member, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, planner.MemberOf(n, planner.ConfigsOfProviderID(n.Spec.ProviderID, configs)))
+	}
+	return out
+}
+
+// PoolEntriesHook is the hook for the load balancer's membership writes (see
+// loadbalancer.PoolEntriesHook): it gives entries the admin state of their node.
+func (c *Controller) PoolEntriesHook(pool *armnetwork.BackendAddressPool) {
+	planner.Apply(pool, c.Members(pool))
+}
+
+// resync checks every cluster pool (as the load balancer writers know it) against the desired
+// state and runs a round on those that drifted.
+func (c *Controller) resync(ctx context.Context) {
+	pools, err := c.clusterPools(ctx)
+	if err != nil {
+		klog.ErrorS(err, "Admin-state resync: listing cluster pools")
+		return
+	}
+	now := c.o.Now()
+	for _, lbPools := range groupByLB(pools) {
+		lb, err := c.o.Pools.LoadBalancerWriters().For(lbPools[0].LBID).Get(ctx)
+		if err != nil || lb == nil || lb.Properties == nil {
+			continue
+		}
+		var drifted []string
+		for _, p := range lbPools {
+			for _, inline := range lb.Properties.BackendAddressPools {
+				if inline != nil && strings.EqualFold(str(inline.Name), p.Name) && planner.NeedsWrite(inline, c.Members(inline)) {
+					drifted = append(drifted, p.Name)
+				}
+			}
+		}
+		if len(drifted) == 0 {
+			continue
+		}
+		lbName := lastSegment(lbPools[0].LBID)
+		klog.InfoS("Admin-state resync: pools drifted from the desired state", "loadBalancer", lbName, "pools", drifted)
+		f := c.flusherFor(lbPools)
+		go func() {
+			if err := f.wait(ctx, now); err != nil {
+				klog.ErrorS(err, "Admin-state resync failed", "loadBalancer", lbName, "pools", drifted)
+			}
+		}()
+	}
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
