@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/azure-ccm/azure-ccm/deploy"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
@@ -38,18 +40,19 @@ const (
 	rbacNodeMgrSA = "azure-cloud-node-manager"
 )
 
-// rbacRender returns the chart's RBAC for the CCM and the node manager as `helm template`
-// renders it with default values. Without helm (it is installed by hack/verify-deploy.sh) the
-// generated deploy/manifests are used: verify-deploy checks they equal that rendering.
-func rbacRender(t *testing.T) []byte {
+// rbacRender returns the given templates of the chart as `helm template` renders them with
+// default values. Without helm (it is installed by hack/verify-deploy.sh) the generated
+// deploy/manifests are used: verify-deploy checks they equal that rendering.
+func rbacRender(t *testing.T, templates ...string) []byte {
 	t.Helper()
 	root := framework.RepoRoot()
 	helm := filepath.Join(framework.ToolsDir(), "helm")
 	if _, err := os.Stat(helm); err == nil {
 		args := []string{"template", "azure-ccm", filepath.Join(root, "deploy", "chart", "azure-ccm"),
-			"--namespace", rbacNamespace, "--kube-version", framework.PinnedVersions()["KUBERNETES_VERSION"],
-			"--show-only", "templates/ccm-rbac.yaml", "--show-only", "templates/node-manager-rbac.yaml",
-			"--show-only", "templates/metrics-reader-rbac.yaml"}
+			"--namespace", rbacNamespace, "--kube-version", framework.PinnedVersions()["KUBERNETES_VERSION"]}
+		for _, tpl := range templates {
+			args = append(args, "--show-only", "templates/"+tpl)
+		}
 		out, err := exec.Command(helm, args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -58,7 +61,7 @@ func rbacRender(t *testing.T) []byte {
 	}
 	t.Logf("no helm in %s: using deploy/manifests (kept equal to the chart by hack/verify-deploy.sh)", framework.ToolsDir())
 	var all []byte
-	for _, f := range []string{"ccm-rbac.yaml", "node-manager-rbac.yaml", "metrics-reader-rbac.yaml"} {
+	for _, f := range templates {
 		b, err := os.ReadFile(filepath.Join(root, "deploy", "manifests", f))
 		if err != nil {
 			t.Fatal(err)
@@ -66,6 +69,34 @@ func rbacRender(t *testing.T) []byte {
 		all = append(append(all, b...), []byte("\n---\n")...)
 	}
 	return all
+}
+
+// rbacChartArgs returns the CCM container's arguments of the chart's Deployment, without the
+// ones that name in-cluster paths and ports (the framework supplies those): the test runs the
+// binary with the flags the chart gives it.
+func rbacChartArgs(t *testing.T) []string {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal(rbacRender(t, "ccm-deployment.yaml"), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "cloud-controller-manager" {
+			continue
+		}
+		var args []string
+		for _, a := range c.Args {
+			if !strings.HasPrefix(a, "--cloud-config=") && !strings.HasPrefix(a, "--secure-port=") {
+				args = append(args, a)
+			}
+		}
+		if len(args) < 10 {
+			t.Fatalf("the chart's CCM has only %d arguments: %v", len(args), c.Args)
+		}
+		return args
+	}
+	t.Fatal("no cloud-controller-manager container in the chart's Deployment")
+	return nil
 }
 
 // rbacKubectl runs kubectl as the cluster admin.
@@ -134,7 +165,7 @@ func TestRBAC(t *testing.T) {
 		t.Fatalf("default topology has %d machines, want 3", len(e.Machines))
 	}
 	ctx := context.Background()
-	rbacKubectl(t, e, rbacRender(t), "apply", "-f", "-")
+	rbacKubectl(t, e, rbacRender(t, "ccm-rbac.yaml", "node-manager-rbac.yaml", "metrics-reader-rbac.yaml"), "apply", "-f", "-")
 
 	saKubeconfig := rbacKubeconfig(t, e, rbacCCMSA, rbacToken(t, e, rbacCCMSA))
 	// The identity really is restricted: anything outside the role is denied.
@@ -157,23 +188,19 @@ func TestRBAC(t *testing.T) {
 		nodesCreate(t, e, m, podCIDRs[m.NodeName], nil)
 	}
 
-	// The chart's flags that matter for RBAC, with the ServiceAccount's kubeconfig everywhere;
-	// /metrics is not in always-allow, so it goes through delegated authorization.
-	e.StartCCM(
+	// The chart's flags, then the ServiceAccount's kubeconfig everywhere; /metrics is not in
+	// always-allow, so it goes through delegated authorization; routes on (the chart's default
+	// is off) so that the route controller's RBAC is exercised too.
+	args := append(rbacChartArgs(t),
 		"--kubeconfig="+saKubeconfig,
 		"--authentication-kubeconfig="+saKubeconfig,
 		"--authorization-kubeconfig="+saKubeconfig,
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez",
-		"--use-service-account-credentials=false",
-		"--leader-elect=true",
-		"--leader-elect-resource-lock=leases",
-		"--leader-elect-resource-name=cloud-controller-manager",
-		"--leader-elect-resource-namespace="+rbacNamespace,
-		"--controllers=*",
 		"--configure-cloud-routes=true",
 		"--cluster-cidr=10.244.0.0/16",
-		"--concurrent-service-syncs=10",
 	)
+	t.Logf("CCM flags: %v", args)
+	e.StartCCM(args...)
 
 	t.Run("leader election", func(t *testing.T) {
 		e.WaitFor("lease held", func(ctx context.Context) (bool, error) {
