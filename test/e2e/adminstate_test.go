@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+// adminStatePool reads the cluster's IPv4 pool of the public load balancer from azsim:
+// address -> admin state ("" when unset).
+func adminStatePool(ctx context.Context, e *framework.Env) (map[string]string, error) {
+	id := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/kubernetes/backendAddressPools/kubernetes",
+		e.Azure.SubscriptionID, e.Azure.ResourceGroup)
+	doc, err := e.Azsim.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	props, _ := doc["properties"].(map[string]any)
+	addrs, _ := props["loadBalancerBackendAddresses"].([]any)
+	for _, a := range addrs {
+		ap, _ := a.(map[string]any)["properties"].(map[string]any)
+		ip, _ := ap["ipAddress"].(string)
+		st, _ := ap["adminState"].(string)
+		out[ip] = st
+	}
+	return out, nil
+}
+
+// adminStateIs holds when the pool holds exactly the given machines, those in down with admin
+// state Down and the others None or unset.
+func adminStateIs(e *framework.Env, machines []framework.Machine, down ...string) framework.Condition {
+	return func(ctx context.Context) (bool, error) {
+		pool, err := adminStatePool(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		if len(pool) != len(machines) {
+			return false, fmt.Errorf("pool %v, want %d entries", pool, len(machines))
+		}
+		for _, m := range machines {
+			st, ok := pool[m.InternalIPs[0]]
+			wantDown := false
+			for _, d := range down {
+				wantDown = wantDown || d == m.NodeName
+			}
+			if !ok || (st == "Down") != wantDown {
+				return false, fmt.Errorf("pool %v; want Down only for %v", pool, down)
+			}
+		}
+		return true, nil
+	}
+}
+
+func adminStateSetTaints(t *testing.T, e *framework.Env, name string, edit func([]corev1.Taint) []corev1.Taint) {
+	t.Helper()
+	e.WaitFor("taints of "+name+" updated", func(ctx context.Context) (bool, error) {
+		n, err := e.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		n.Spec.Taints = edit(n.Spec.Taints)
+		_, err = e.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err == nil, err
+	}, 30*time.Second)
+}
+
+var adminStateOOS = corev1.Taint{Key: planner.TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+
+func addTaint(t corev1.Taint) func([]corev1.Taint) []corev1.Taint {
+	return func(ts []corev1.Taint) []corev1.Taint { return append(ts, t) }
+}
+
+func dropTaint(key string) func([]corev1.Taint) []corev1.Taint {
+	return func(ts []corev1.Taint) []corev1.Taint {
+		var out []corev1.Taint
+		for _, x := range ts {
+			if x.Key != key {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+}
+
+// adminStateMetric reads one sample of the CCM's /metrics (0 when absent).
+func adminStateMetric(ctx context.Context, e *framework.Env, series string) (float64, error) {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", e.CCMPort()), nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0, nil
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+func adminStatePoolWrites(t *testing.T, e *framework.Env) int64 {
+	t.Helper()
+	st, err := e.Azsim.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Writes("backendAddressPools")
+}
+
+func adminStateNodeEvent(e *framework.Env, node, reason string) framework.Condition {
+	return func(ctx context.Context) (bool, error) {
+		evs, err := e.Kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == "Node" && ev.InvolvedObject.Name == node && ev.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no %s event on node %s", reason, node)
+	}
+}
+
+// TestAdminState: a LoadBalancer service on IP-based (nodeIP) pools; draining nodes' backend
+// entries go admin state Down and come back None (seed 000 part 3).
+func TestAdminState(t *testing.T) {
+	nodesRequireBinary(t, framework.CCMBinaryName)
+	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+	machines := e.Machines
+	if len(machines) < 3 {
+		t.Fatalf("want 3 machines, have %d", len(machines))
+	}
+	e.CreateNodes(framework.NodeOptions{ProviderID: true}, machines...)
+	e.StartCCM()
+	for _, m := range machines {
+		e.WaitFor("node "+m.NodeName+" initialized", e.NodeInitialized(m.NodeName), 2*time.Minute)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
+	if _, err := e.Kube.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor("service ingress", e.ServiceIngress("default", "web"), 2*time.Minute)
+	e.WaitFor("pool holds every node, all None", adminStateIs(e, machines), time.Minute)
+	n0, n1, n2 := machines[0].NodeName, machines[1].NodeName, machines[2].NodeName
+
+	t.Run("taint Down, others None; untaint None; cordon alone nothing", func(t *testing.T) {
+		adminStateSetTaints(t, e, n0, addTaint(adminStateOOS))
+		e.WaitFor(n0+" Down", adminStateIs(e, machines, n0), 30*time.Second)
+		e.WaitFor("AdminStateDown event", adminStateNodeEvent(e, n0, "AdminStateDown"), 30*time.Second)
+		adminStateSetTaints(t, e, n0, dropTaint(planner.TaintOutOfService))
+		e.WaitFor(n0+" None", adminStateIs(e, machines), 30*time.Second)
+		e.WaitFor("AdminStateRestored event", adminStateNodeEvent(e, n0, "AdminStateRestored"), 30*time.Second)
+		before := adminStatePoolWrites(t, e)
+		adminStateSetTaints(t, e, n1, addTaint(corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}))
+		// A later taint on another node proves the cordon was seen and ignored.
+		adminStateSetTaints(t, e, n2, addTaint(adminStateOOS))
+		e.WaitFor(n2+" Down", adminStateIs(e, machines, n2), 30*time.Second)
+		if got := adminStatePoolWrites(t, e) - before; got != 1 {
+			t.Errorf("%d pool writes for a cordon and one taint, want 1", got)
+		}
+		adminStateSetTaints(t, e, n1, dropTaint(corev1.TaintNodeUnschedulable))
+		adminStateSetTaints(t, e, n2, dropTaint(planner.TaintOutOfService))
+		e.WaitFor("all None", adminStateIs(e, machines), 30*time.Second)
+	})
+
+	t.Run("service update while draining keeps Down", func(t *testing.T) {
+		adminStateSetTaints(t, e, n1, addTaint(adminStateOOS))
+		e.WaitFor(n1+" Down", adminStateIs(e, machines, n1), 30*time.Second)
+		e.WaitFor("service updated", func(ctx context.Context) (bool, error) {
+			s, err := e.Kube.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP})
+			_, err = e.Kube.CoreV1().Services("default").Update(ctx, s, metav1.UpdateOptions{})
+			return err == nil, err
+		}, 30*time.Second)
+		e.WaitFor("rule for 443 on the load balancer", func(ctx context.Context) (bool, error) {
+			lb, err := e.Azsim.Get(ctx, fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/kubernetes",
+				e.Azure.SubscriptionID, e.Azure.ResourceGroup))
+			if err != nil {
+				return false, err
+			}
+			props, _ := lb["properties"].(map[string]any)
+			for _, r := range props["loadBalancingRules"].([]any) {
+				if strings.HasSuffix(r.(map[string]any)["name"].(string), "-TCP-443") {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("no 443 rule yet")
+		}, time.Minute)
+		if ok, err := adminStateIs(e, machines, n1)(context.Background()); !ok {
+			t.Fatalf("after the service update: %v", err)
+		}
+	})
+
+	t.Run("CCM restart while tainted keeps Down", func(t *testing.T) {
+		before := adminStatePoolWrites(t, e)
+		e.RestartCCM()
+		// The new process sees the tainted node, checks the pool and finds it already Down.
+		e.WaitFor("restarted CCM checked the pool", func(ctx context.Context) (bool, error) {
+			d, err := adminStateMetric(ctx, e, "loadbalancer_adminstate_draining_nodes")
+			if err != nil {
+				return false, err
+			}
+			u, err := adminStateMetric(ctx, e, `loadbalancer_adminstate_operations_total{operation="update_pool",result="unchanged"}`)
+			return err == nil && d == 1 && u >= 1, fmt.Errorf("draining_nodes %v, unchanged rounds %v (%v)", d, u, err)
+		}, time.Minute)
+		if ok, err := adminStateIs(e, machines, n1)(context.Background()); !ok {
+			t.Fatalf("after restart: %v", err)
+		}
+		if got := adminStatePoolWrites(t, e) - before; got != 0 {
+			t.Errorf("%d pool writes across the restart, want 0", got)
+		}
+		adminStateSetTaints(t, e, n1, dropTaint(planner.TaintOutOfService))
+		e.WaitFor("all None after restart", adminStateIs(e, machines), 30*time.Second)
+	})
+
+	t.Run("PreemptScheduled taints once, duplicates ignored", func(t *testing.T) {
+		ctx := context.Background()
+		node, err := e.Kube.CoreV1().Nodes().Get(ctx, n2, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			now := metav1.Now()
+			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s.preempt%d", n2, i)},
+				InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: n2, UID: node.UID},
+				Reason:         "PreemptScheduled", Type: corev1.EventTypeWarning, Message: "Spot VM will be preempted",
+				FirstTimestamp: now, LastTimestamp: now, Count: 1, Source: corev1.EventSource{Component: "e2e"}}
+			if _, err := e.Kube.CoreV1().Events("default").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				e.WaitFor(n2+" Down after PreemptScheduled", adminStateIs(e, machines, n2), 30*time.Second)
+			}
+		}
+		e.WaitFor("duplicates counted", func(ctx context.Context) (bool, error) {
+			v, err := adminStateMetric(ctx, e, `loadbalancer_adminstate_preempt_events_total{result="duplicate"}`)
+			return err == nil && v >= 2, fmt.Errorf("duplicates %v (%v)", v, err)
+		}, 30*time.Second)
+		tainted, _ := adminStateMetric(ctx, e, `loadbalancer_adminstate_preempt_events_total{result="tainted"}`)
+		if tainted != 1 {
+			t.Errorf("tainted %v times, want 1", tainted)
+		}
+		node, _ = e.Kube.CoreV1().Nodes().Get(ctx, n2, metav1.GetOptions{})
+		count := 0
+		for _, tn := range node.Spec.Taints {
+			if tn.Key == planner.TaintDraining && tn.Value == planner.TaintDrainingSpotEviction {
+				count++
+			}
+		}
+		if count != 1 {
+			t.Errorf("%d draining taints: %v", count, node.Spec.Taints)
+		}
+		adminStateSetTaints(t, e, n2, dropTaint(planner.TaintDraining))
+		e.WaitFor("all None", adminStateIs(e, machines), 30*time.Second)
+	})
+
+	t.Run("injected ARM failure is retried until it succeeds", func(t *testing.T) {
+		ctx := context.Background()
+		// 409 AnotherOperationInProgress: not retried by the SDK pipeline, so the controller's
+		// own backoff must bring the node Down.
+		f, err := e.Azsim.AddFault(ctx, middleware.Fault{Kind: middleware.FaultConflict, Class: middleware.Write, ResourceType: "backendAddressPools", Count: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adminStateSetTaints(t, e, n0, addTaint(adminStateOOS))
+		e.WaitFor(n0+" Down despite failures", adminStateIs(e, machines, n0), time.Minute)
+		e.WaitFor("AdminStateFailed event", adminStateNodeEvent(e, n0, "AdminStateFailed"), 30*time.Second)
+		faults, err := e.Azsim.Faults(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range faults {
+			if x.ID == f.ID && x.Hits != 2 {
+				t.Errorf("fault hit %d times, want 2", x.Hits)
+			}
+		}
+		if v, err := adminStateMetric(ctx, e, `loadbalancer_adminstate_errors_total{operation="update_pool",status="409"}`); err != nil || v != 2 {
+			t.Errorf("errors_total{409} = %v (%v), want 2", v, err)
+		}
+	})
+
+	t.Run("node deleted while tainted: no admin-state call; same-name replacement starts None", func(t *testing.T) {
+		ctx := context.Background()
+		series := `loadbalancer_adminstate_operations_total{operation="update_pool",result="success"}`
+		before, err := adminStateMetric(ctx, e, series)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Kube.CoreV1().Nodes().Delete(ctx, n0, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitFor("entry of "+n0+" removed by pool reconciliation", adminStateIs(e, machines[1:]), 2*time.Minute)
+		e.CreateNodes(framework.NodeOptions{ProviderID: true}, machines[0])
+		e.WaitFor("replacement initialized", e.NodeInitialized(n0), 2*time.Minute)
+		e.WaitFor("replacement back in the pool, None", adminStateIs(e, machines), 2*time.Minute)
+		after, err := adminStateMetric(ctx, e, series)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after != before {
+			t.Errorf("admin-state pool updates %v -> %v across the deletion and replacement, want none", before, after)
+		}
+	})
+}
