@@ -20,6 +20,12 @@ func installLoadBalancer() {
 			InvalidatePublicIPs: func(rg string) {
 				d.Clients.Caches.PublicIPs.Invalidate(rg)
 			},
+			// nodeIPConfiguration pools: nodes are resolved to NIC / scale set VM ip
+			// configurations through the resolver's list caches, which membership writes drop.
+			Nodes:       d.Nodes,
+			Compute:     d.Clients.Compute,
+			NodeNetwork: d.Clients.NodeNetwork,
+			Caches:      d.Clients.Caches,
 		}
 		if d.Informers != nil {
 			o.Services = d.Informers.Core().V1().Services().Lister()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,12 +21,14 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/azstore"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/writer"
+	"github.com/azure-ccm/azure-ccm/internal/nodes"
 )
 
 // LoadBalancerClass is the spec.loadBalancerClass this provider serves besides "none".
@@ -51,9 +54,19 @@ type Options struct {
 	// (optional; without it a shared rule is repaired by the other service's next reconcile).
 	Services corelisters.ServiceLister
 	// Backends replaces the pool membership implementation. Default: addresses through the
-	// backendAddressPools API for nodeIP pools; nothing for nodeIPConfiguration pools (the node
-	// component must provide it).
+	// backendAddressPools API for nodeIP pools; NIC and scale set VM ip configurations for
+	// nodeIPConfiguration pools (which needs Nodes and Compute).
 	Backends Backends
+	// Nodes resolves nodes to their VMs and NIC ip configurations (nodeIPConfiguration pools).
+	Nodes *nodes.Resolver
+	// Compute is the compute client factory (scale set VMs and models).
+	Compute *armcompute.ClientFactory
+	// NodeNetwork is the network client factory of the node NICs (compute subscription);
+	// default Network.
+	NodeNetwork *armnetwork.ClientFactory
+	// Caches are the resolver's list caches: dropped after NIC and scale set writes so later
+	// lookups are not stale, and used to check scale set models without a GET (optional).
+	Caches *arm.Caches
 	// ListPublicIPs lists the public IPs of a resource group (a list cache); default: LIST.
 	ListPublicIPs func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error)
 	// InvalidatePublicIPs is called after a public IP write (to drop a list cache).
@@ -114,6 +127,12 @@ func New(o Options) (*LoadBalancer, error) {
 	}, writer.Options[armnetwork.BackendAddressPool]{CacheTTL: o.CacheTTL})
 
 	l.backends = o.Backends
+	if l.backends == nil && strings.EqualFold(o.Config.LoadBalancerBackendPoolConfigurationType, config.BackendPoolNodeIPConfiguration) {
+		if o.Nodes == nil || o.Compute == nil {
+			return nil, errors.New("loadbalancer: nodeIPConfiguration backend pools need Nodes and Compute")
+		}
+		l.backends = newIPConfigBackends(o, l)
+	}
 	if l.backends == nil && strings.EqualFold(o.Config.LoadBalancerBackendPoolConfigurationType, config.BackendPoolNodeIP) {
 		l.backends = &nodeIPBackends{
 			vnetID: fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s",

@@ -1,0 +1,393 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/azstore"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/writer"
+	"github.com/azure-ccm/azure-ccm/internal/nodes"
+)
+
+// DefaultScaleSetVMBatchSize bounds the concurrent scale set VM (and NIC) updates of one pool
+// sync when azure.json putVMSSVMBatchSize is 0.
+const DefaultScaleSetVMBatchSize = 10
+
+// ipConfigBackends keeps nodeIPConfiguration pools in step: a node joins by its primary NIC's ip
+// configuration referencing the pool (IPv4 configuration → <cluster>, IPv6 → <cluster>-IPv6).
+// Standalone, availability-set and Flexible scale set VMs are written through their NIC;
+// Uniform scale set VMs through the instance's network profile, and the scale set model gets
+// the pool too so new instances join. Every resource has one group-commit writer, so concurrent
+// service reconciles touching one NIC share its read-modify-write.
+//
+// Current membership is read from the pools' backendIPConfigurations back-references on the
+// load balancer (as the existing provider does); the writes themselves are read-modify-write
+// of each resource, so a stale load balancer costs reads, never a wrong write.
+type ipConfigBackends struct {
+	filter  NodeFilter
+	resolve func(ctx context.Context, n *v1.Node) (nodes.BackendTarget, error)
+
+	nics      *writer.Registry[armnetwork.Interface]
+	vmssVMs   *writer.Registry[armcompute.VirtualMachineScaleSetVM]
+	scaleSets *writer.Registry[armcompute.VirtualMachineScaleSet]
+
+	// listScaleSets returns the scale set models of a resource group (a list cache), so the
+	// model check costs no GET in steady state. Optional.
+	listScaleSets func(ctx context.Context, rg string) ([]*armcompute.VirtualMachineScaleSet, error)
+	// Cache invalidation after writes (optional).
+	nicWritten      func(rg string)
+	scaleSetWritten func(rg, scaleSet string, model bool)
+	lbWritten       func(lbID string)
+
+	batch int
+}
+
+// clusterPool is one of the cluster's pools on a load balancer.
+type clusterPool struct {
+	family  naming.Family
+	id      string
+	current []string
+}
+
+func clusterPools(lb *armnetwork.LoadBalancer, clusterName string) []clusterPool {
+	var out []clusterPool
+	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
+		p := findPool(lb, naming.BackendPoolName(clusterName, fam))
+		if p == nil {
+			continue
+		}
+		id := str(p.ID)
+		if id == "" {
+			id = str(lb.ID) + "/backendAddressPools/" + str(p.Name)
+		}
+		cp := clusterPool{family: fam, id: id}
+		if p.Properties != nil {
+			for _, r := range p.Properties.BackendIPConfigurations {
+				if r != nil && r.ID != nil {
+					cp.current = append(cp.current, *r.ID)
+				}
+			}
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+// pickIPConfig is the ip configuration of the family that joins the pool: the first of the
+// primary NIC's configurations of that family (they come primary first).
+func pickIPConfig(configs []nodes.IPConfiguration, fam naming.Family) string {
+	for _, c := range configs {
+		if c.IPv6 == (fam == naming.IPv6) && c.ID != "" {
+			return c.ID
+		}
+	}
+	return ""
+}
+
+type scaleSetRef struct{ rg, name string }
+
+func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodeList []*v1.Node) error {
+	pools := clusterPools(lb, clusterName)
+	if len(pools) == 0 {
+		return nil
+	}
+	var errs []error
+	complete := true
+	want := map[naming.Family][]string{}
+	// Uniform scale sets of eligible nodes, with the families their instances join.
+	models := map[string]map[naming.Family]bool{}
+	modelRefs := map[string]scaleSetRef{}
+	for _, n := range b.filter.Eligible(nodeList) {
+		t, err := b.resolve(ctx, n)
+		if errors.Is(err, nodes.ErrInstanceNotFound) {
+			// The VM is gone: nothing to add, and its ip configurations left the pool with it.
+			klog.V(4).InfoS("Node has no VM; not added to backend pools", "node", n.Name)
+			continue
+		}
+		if err != nil {
+			complete = false
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+			continue
+		}
+		for _, p := range pools {
+			id := pickIPConfig(t.IPConfigurations, p.family)
+			if id == "" {
+				continue
+			}
+			want[p.family] = append(want[p.family], id)
+			if t.VMSet.Kind == nodes.VMSetScaleSetUniform {
+				k := strings.ToLower(t.VMSet.ResourceGroup + "/" + t.VMSet.Name)
+				if models[k] == nil {
+					models[k] = map[naming.Family]bool{}
+					modelRefs[k] = scaleSetRef{t.VMSet.ResourceGroup, t.VMSet.Name}
+				}
+				models[k][p.family] = true
+			}
+		}
+	}
+	var in []membership.Pool
+	for _, p := range pools {
+		in = append(in, membership.Pool{ID: p.id, Want: want[p.family], Current: p.current})
+	}
+	// A node that could not be resolved may be a member: remove nothing rather than a node
+	// that is still eligible.
+	edits, skipped := membership.Plan(in, complete)
+	if len(skipped) > 0 {
+		klog.V(4).InfoS("Backend pool members that are neither NIC nor scale set VM ip configurations are left alone", "ids", skipped)
+	}
+	for k, fams := range models {
+		for _, p := range pools {
+			if fams[p.family] {
+				if err := b.ensureModel(ctx, modelRefs[k], p.id, p.family == naming.IPv6); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if err := b.apply(ctx, edits); err != nil {
+		errs = append(errs, err)
+	}
+	if len(edits) > 0 && b.lbWritten != nil {
+		// Back-references on the load balancer changed: its writer must re-read.
+		b.lbWritten(str(lb.ID))
+	}
+	return errors.Join(errs...)
+}
+
+// Detach removes every member of the cluster's pools of lb and the pools from scale set models
+// (before the load balancer is deleted; Azure refuses to delete a load balancer whose pools are
+// still referenced).
+func (b *ipConfigBackends) Detach(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer) error {
+	pools := clusterPools(lb, clusterName)
+	if len(pools) == 0 {
+		return nil
+	}
+	var in []membership.Pool
+	rgs := map[string]bool{}
+	if b.filter.ResourceGroup != "" {
+		rgs[strings.ToLower(b.filter.ResourceGroup)] = true
+	}
+	for _, p := range pools {
+		in = append(in, membership.Pool{ID: p.id, Current: p.current})
+		for _, id := range p.current {
+			if r, err := membership.ParseIPConfigID(id); err == nil && r.Kind == membership.KindScaleSetVM {
+				rgs[strings.ToLower(r.ResourceGroup)] = true
+			}
+		}
+	}
+	var errs []error
+	if b.listScaleSets != nil {
+		for rg := range rgs {
+			sets, err := b.listScaleSets(ctx, rg)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("listing scale sets of %s: %w", rg, err))
+				continue
+			}
+			for _, ss := range sets {
+				for _, p := range pools {
+					if membership.ModelHasPool(ss, p.id) {
+						errs = append(errs, b.removeModelPool(ctx, scaleSetRef{rg, str(ss.Name)}, p.id))
+					}
+				}
+			}
+		}
+	}
+	edits, _ := membership.Plan(in, true)
+	errs = append(errs, b.apply(ctx, edits))
+	if len(edits) > 0 && b.lbWritten != nil {
+		b.lbWritten(str(lb.ID))
+	}
+	return errors.Join(errs...)
+}
+
+// apply writes the edits, at most batch resources at a time.
+func (b *ipConfigBackends) apply(ctx context.Context, edits []membership.Edit) error {
+	if len(edits) == 0 {
+		return nil
+	}
+	batch := b.batch
+	if batch <= 0 {
+		batch = DefaultScaleSetVMBatchSize
+	}
+	sem := make(chan struct{}, batch)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, e := range edits {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(e membership.Edit) {
+			defer func() { <-sem; wg.Done() }()
+			if err := b.applyOne(ctx, e); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}(e)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (b *ipConfigBackends) applyOne(ctx context.Context, e membership.Edit) error {
+	var wrote bool
+	switch e.Kind {
+	case membership.KindScaleSetVM:
+		_, err := b.vmssVMs.For(e.Owner).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSetVM) (*armcompute.VirtualMachineScaleSetVM, error) {
+			if cur == nil {
+				// The instance is gone: so are its pool references.
+				return nil, errGone
+			}
+			changed, err := membership.ApplyToScaleSetVM(cur, e.Changes)
+			wrote = wrote || changed
+			return cur, err
+		})
+		if errors.Is(err, errGone) {
+			return nil
+		}
+		if wrote && b.scaleSetWritten != nil {
+			b.scaleSetWritten(e.ResourceGroup, e.ScaleSet, false)
+		}
+		if err != nil {
+			return fmt.Errorf("scale set VM %s/%s: %w", e.ScaleSet, e.InstanceID, err)
+		}
+	default:
+		_, err := b.nics.For(e.Owner).Submit(ctx, func(cur *armnetwork.Interface) (*armnetwork.Interface, error) {
+			if cur == nil {
+				return nil, errGone
+			}
+			changed, err := membership.ApplyToNIC(cur, e.Changes)
+			wrote = wrote || changed
+			return cur, err
+		})
+		if errors.Is(err, errGone) {
+			return nil
+		}
+		if wrote && b.nicWritten != nil {
+			b.nicWritten(e.ResourceGroup)
+		}
+		if err != nil {
+			return fmt.Errorf("network interface %s: %w", lastSegment(e.Owner), err)
+		}
+	}
+	return nil
+}
+
+// errGone fails a mutation whose resource no longer exists (the writer must not create or
+// delete a NIC or an instance).
+var errGone = errors.New("resource no longer exists")
+
+// scaleSetKey is the writer key of a scale set model (the store uses its group and name).
+func scaleSetKey(ss scaleSetRef) string {
+	return "/resourceGroups/" + ss.rg + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + ss.name
+}
+
+// ensureModel adds the pool to a Uniform scale set model unless the (cached) model has it.
+func (b *ipConfigBackends) ensureModel(ctx context.Context, ss scaleSetRef, poolID string, ipv6 bool) error {
+	if b.listScaleSets != nil {
+		sets, err := b.listScaleSets(ctx, ss.rg)
+		if err != nil {
+			return fmt.Errorf("listing scale sets of %s: %w", ss.rg, err)
+		}
+		for _, s := range sets {
+			if strings.EqualFold(str(s.Name), ss.name) && (membership.ModelHasPool(s, poolID) || len(membership.ModelNICConfigs(s)) == 0) {
+				return nil
+			}
+		}
+	}
+	var wrote bool
+	_, err := b.scaleSets.For(scaleSetKey(ss)).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSet) (*armcompute.VirtualMachineScaleSet, error) {
+		if cur == nil {
+			return nil, errGone
+		}
+		wrote = membership.AddModelPool(cur, poolID, ipv6) || wrote
+		return cur, nil
+	})
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	if wrote && b.scaleSetWritten != nil {
+		b.scaleSetWritten(ss.rg, ss.name, true)
+	}
+	if err != nil {
+		return fmt.Errorf("scale set %s model: %w", ss.name, err)
+	}
+	return nil
+}
+
+func (b *ipConfigBackends) removeModelPool(ctx context.Context, ss scaleSetRef, poolID string) error {
+	var wrote bool
+	_, err := b.scaleSets.For(scaleSetKey(ss)).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSet) (*armcompute.VirtualMachineScaleSet, error) {
+		if cur == nil {
+			return nil, errGone
+		}
+		wrote = membership.RemoveModelPool(cur, poolID) || wrote
+		return cur, nil
+	})
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	if wrote && b.scaleSetWritten != nil {
+		b.scaleSetWritten(ss.rg, ss.name, true)
+	}
+	if err != nil {
+		return fmt.Errorf("scale set %s model: %w", ss.name, err)
+	}
+	return nil
+}
+
+// newIPConfigBackends builds the nodeIPConfiguration implementation from the options, with one
+// writer registry per node-side resource type.
+func newIPConfigBackends(o Options, l *LoadBalancer) *ipConfigBackends {
+	nodeNet := o.NodeNetwork
+	if nodeNet == nil {
+		nodeNet = o.Network
+	}
+	poll := o.PollFrequency
+	b := &ipConfigBackends{
+		filter:  NodeFilter{ExcludeControlPlane: o.Config.ExcludeMasters(), ResourceGroup: o.Config.ResourceGroup},
+		resolve: o.Nodes.BackendTargetOf,
+		batch:   o.Config.PutVMSSVMBatchSize,
+		nics: writer.NewRegistry(func(id string) writer.Store[armnetwork.Interface] {
+			rg, name := idParts(id)
+			return &azstore.Interface{Client: nodeNet.NewInterfacesClient(), ResourceGroup: rg, Name: name, PollFrequency: poll}
+		}, writer.Options[armnetwork.Interface]{CacheTTL: o.CacheTTL}),
+		vmssVMs: writer.NewRegistry(func(id string) writer.Store[armcompute.VirtualMachineScaleSetVM] {
+			r, _ := membership.ParseIPConfigID(id + "/networkInterfaces/x/ipConfigurations/x")
+			return &azstore.ScaleSetVM{Client: o.Compute.NewVirtualMachineScaleSetVMsClient(), ResourceGroup: r.ResourceGroup,
+				ScaleSet: r.ScaleSet, InstanceID: r.InstanceID, PollFrequency: poll}
+		}, writer.Options[armcompute.VirtualMachineScaleSetVM]{CacheTTL: o.CacheTTL}),
+		scaleSets: writer.NewRegistry(func(id string) writer.Store[armcompute.VirtualMachineScaleSet] {
+			rg, name := idParts(id)
+			return &azstore.ScaleSet{Client: o.Compute.NewVirtualMachineScaleSetsClient(), ResourceGroup: rg, Name: name, PollFrequency: poll}
+		}, writer.Options[armcompute.VirtualMachineScaleSet]{CacheTTL: o.CacheTTL}),
+		lbWritten: func(lbID string) { l.lbs.For(lbID).Invalidate() },
+	}
+	if c := o.Caches; c != nil {
+		b.listScaleSets = c.ScaleSets.Get
+		b.nicWritten = func(rg string) { c.NICs.Invalidate(rg) }
+		b.scaleSetWritten = func(rg, ss string, model bool) {
+			if model {
+				c.ScaleSets.Invalidate(rg)
+				return
+			}
+			k := arm.ScaleSetKey(rg, ss)
+			c.ScaleSetVMs.Invalidate(k)
+			c.ScaleSetNICs.Invalidate(k)
+		}
+	}
+	return b
+}
