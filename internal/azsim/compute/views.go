@@ -9,6 +9,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/network"
 )
 
 // PowerState is the suffix of the instance view's "PowerState/<x>" status.
@@ -113,6 +115,14 @@ type IPConfigRef struct {
 	IPv6          bool
 }
 
+// Version is the ip configuration's IP version as ARM spells it.
+func (r IPConfigRef) Version() string {
+	if r.IPv6 {
+		return network.IPv6
+	}
+	return network.IPv4
+}
+
 // IPKey is the key of an allocated private IP in a Uniform instance.
 func IPKey(nic, ipConfig string) string { return strings.ToLower(nic + "/" + ipConfig) }
 
@@ -145,7 +155,7 @@ func ScaleSetIPConfigs(nics []*armcompute.VirtualMachineScaleSetNetworkConfigura
 					}
 				}
 				ref.Primary = primaryNIC && (boolOf(p.Primary) || (len(ipcs) == 1 && j == 0))
-				ref.IPv6 = p.PrivateIPAddressVersion != nil && *p.PrivateIPAddressVersion == armcompute.IPVersionIPv6
+				ref.IPv6 = p.PrivateIPAddressVersion != nil && strings.EqualFold(string(*p.PrivateIPAddressVersion), string(armcompute.IPVersionIPv6))
 			}
 			out = append(out, ref)
 		}

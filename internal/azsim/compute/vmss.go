@@ -220,7 +220,7 @@ func allocateInstanceIPs(tx *arm.Tx, vm *armcompute.VirtualMachineScaleSetVM) er
 		if ref.SubnetID == "" {
 			continue
 		}
-		if _, err := network.AllocatePrivateIP(tx, ref.SubnetID, owner, ""); err != nil {
+		if _, err := network.AllocatePrivateIPVersion(tx, ref.SubnetID, owner, "", ref.Version()); err != nil {
 			return err
 		}
 		keep = append(keep, owner)
@@ -318,7 +318,11 @@ func createFlexNIC(tx *arm.Tx, ss *armcompute.VirtualMachineScaleSet, nicID, vmI
 		if ipc.Properties.Subnet == nil || ipc.Properties.Subnet.ID == nil {
 			continue
 		}
-		ip, err := network.AllocatePrivateIP(tx, *ipc.Properties.Subnet.ID, *ipc.ID, "")
+		version := network.IPv4
+		if ipc.Properties.PrivateIPAddressVersion != nil {
+			version = string(*ipc.Properties.PrivateIPAddressVersion)
+		}
+		ip, err := network.AllocatePrivateIPVersion(tx, *ipc.Properties.Subnet.ID, *ipc.ID, "", version)
 		if err != nil {
 			return err
 		}

@@ -82,7 +82,7 @@ func instanceNICDocs(tx *arm.Tx, doc map[string]any) ([]map[string]any, error) {
 		}
 		// Idempotent: the owner keeps the address reserved when the
 		// instance was created or updated.
-		if ip, err := network.AllocatePrivateIP(tx, r.SubnetID, ipConfigID(str(vm.ID), r), ""); err == nil {
+		if ip, err := network.AllocatePrivateIPVersion(tx, r.SubnetID, ipConfigID(str(vm.ID), r), "", r.Version()); err == nil {
 			ips[IPKey(r.NIC, r.IPConfig)] = ip
 		}
 	}
@@ -155,7 +155,8 @@ func (h *handler) scaleSetIPConfigs(tx *arm.Tx) []network.IPConfiguration {
 					PoolIDs:  arm.RefIDs(p, "loadBalancerBackendAddressPools"),
 				}
 				if c.SubnetID != "" {
-					if ip, err := network.AllocatePrivateIP(tx, c.SubnetID, id, ""); err == nil {
+					version := arm.Str(p, "privateIPAddressVersion")
+					if ip, err := network.AllocatePrivateIPVersion(tx, c.SubnetID, id, "", version); err == nil {
 						c.PrivateIP = ip
 					}
 				}

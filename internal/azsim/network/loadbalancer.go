@@ -137,14 +137,16 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 					return arm.BadRequest("PrivateIPAddressIsNotSpecified", "Frontend IP configuration %s has static allocation but no private IP address.", fid)
 				}
 			}
-			ip, err := AllocatePrivateIP(tx, subnetID, fid, want)
+			version, ok := NormalizeIPVersion(arm.Str(fp, "privateIPAddressVersion"))
+			if !ok {
+				return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: invalid privateIPAddressVersion '%s' of %s.", version, fid)
+			}
+			ip, err := AllocatePrivateIPVersion(tx, subnetID, fid, want, version)
 			if err != nil {
 				return err
 			}
 			fp["privateIPAddress"] = ip
-			if arm.Str(fp, "privateIPAddressVersion") == "" {
-				fp["privateIPAddressVersion"] = "IPv4"
-			}
+			fp["privateIPAddressVersion"] = version
 			keepOwners = append(keepOwners, fid)
 		default:
 			if !strings.EqualFold(skuName, "Gateway") {

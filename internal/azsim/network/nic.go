@@ -63,19 +63,25 @@ func prepareInterface(tx *arm.Tx, w *arm.Write) error {
 				return arm.BadRequest("PrivateIPAddressIsNotSpecified", "IP configuration %s has static allocation but no private IP address.", cid)
 			}
 		}
-		ip, err := AllocatePrivateIP(tx, subnet, cid, want)
+		version, ok := NormalizeIPVersion(arm.Str(cp, "privateIPAddressVersion"))
+		if !ok {
+			return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: invalid privateIPAddressVersion '%s' of %s.", version, cid)
+		}
+		ip, err := AllocatePrivateIPVersion(tx, subnet, cid, want, version)
 		if err != nil {
 			return err
 		}
 		cp["privateIPAddress"] = ip
-		if arm.Str(cp, "privateIPAddressVersion") == "" {
-			cp["privateIPAddressVersion"] = "IPv4"
-		}
+		cp["privateIPAddressVersion"] = version
 		keep = append(keep, cid)
 		if pip := refID(cp, "publicIPAddress"); pip != "" {
 			doc, ok := tx.Get(pip)
 			if !ok {
 				return arm.InvalidReference(pip, cid)
+			}
+			if pv, _ := NormalizeIPVersion(arm.Str(doc, "properties", "publicIPAddressVersion")); pv != version {
+				return arm.BadRequest("IPVersionForPublicIpAndNicIpConfigurationMustMatch",
+					"IP version for publicIPAddress '%s', version '%s' and network interface ipConfiguration '%s', version '%s' must match.", pip, pv, cid, version)
 			}
 			if other := arm.Str(doc, "properties", "ipConfiguration", "id"); other != "" && !arm.SameID(other, cid) {
 				return arm.BadRequest("PublicIPAddressInUse", "Resource %s is referencing public IP address %s that is already allocated to resource %s.", cid, pip, other)

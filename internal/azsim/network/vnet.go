@@ -143,15 +143,57 @@ func stringsAt(doc map[string]any, path ...string) []string {
 
 func subnetSpace(subnetID string) string { return "subnet:" + arm.KeyOf(subnetID) }
 
-// AllocatePrivateIP reserves a private address in a subnet for owner (an ip
-// configuration ID). want = "" allocates dynamically (the owner keeps the
-// address it already has); otherwise the static address is checked and
-// reserved. Compute handlers call this for VM / VMSS VM NICs inside an
-// arm.Engine transaction (tx).
+// IP versions as ARM spells them (privateIPAddressVersion, publicIPAddressVersion).
+const (
+	IPv4 = "IPv4"
+	IPv6 = "IPv6"
+)
+
+// NormalizeIPVersion maps a requested IP version to IPv4 or IPv6 (empty means
+// IPv4, as NRP defaults it); ok is false for anything else.
+func NormalizeIPVersion(v string) (string, bool) {
+	switch {
+	case v == "", strings.EqualFold(v, IPv4):
+		return IPv4, true
+	case strings.EqualFold(v, IPv6):
+		return IPv6, true
+	}
+	return v, false
+}
+
+// AllocatePrivateIP reserves a private IPv4 address in a subnet for owner (an
+// ip configuration ID); see AllocatePrivateIPVersion.
 func AllocatePrivateIP(tx *arm.Tx, subnetID, owner, want string) (string, error) {
+	return AllocatePrivateIPVersion(tx, subnetID, owner, want, IPv4)
+}
+
+// AllocatePrivateIPVersion reserves a private address of the given version
+// ("IPv4", "IPv6"; empty = IPv4) in a subnet for owner (an ip configuration
+// ID), drawing only from the subnet's prefixes of that version: a dual-stack
+// subnet lists an IPv4 and an IPv6 prefix in addressPrefixes. want = ""
+// allocates dynamically (the owner keeps the address it already has);
+// otherwise the static address is checked (version and range) and reserved.
+// Compute handlers call this for VM / VMSS VM NICs inside an arm.Engine
+// transaction (tx).
+func AllocatePrivateIPVersion(tx *arm.Tx, subnetID, owner, want, version string) (string, error) {
 	sn, ok := tx.GetChild(subnetID)
 	if !ok {
 		return "", arm.InvalidReference(subnetID, owner)
+	}
+	v, ok := NormalizeIPVersion(version)
+	if !ok {
+		return "", arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: invalid IP version '%s' for %s; allowed values are IPv4, IPv6.", version, owner)
+	}
+	v6 := v == IPv6
+	if want != "" {
+		a, err := netip.ParseAddr(want)
+		if err != nil {
+			return "", arm.BadRequest("InvalidRequestFormat", "Cannot parse the IP address '%s'.", want)
+		}
+		if isV6 := a.Is6() && !a.Is4In6(); isV6 != v6 {
+			return "", arm.BadRequest("PrivateIPAddressVersionMismatch",
+				"The private IP address %s of %s does not match its privateIPAddressVersion %s.", want, owner, v)
+		}
 	}
 	var ranges []arm.IPRange
 	for _, p := range subnetPrefixes(sn) {
@@ -159,7 +201,17 @@ func AllocatePrivateIP(tx *arm.Tx, subnetID, owner, want string) (string, error)
 		if err != nil {
 			return "", arm.BadRequest("InvalidAddressPrefixFormat", "%v", err)
 		}
-		ranges = append(ranges, r)
+		if r.Prefix.Addr().Is6() == v6 {
+			ranges = append(ranges, r)
+		}
+	}
+	if len(ranges) == 0 {
+		if v6 {
+			return "", arm.BadRequest("SubnetDoesNotHaveIPv6AddressPrefix",
+				"IP configuration %s with privateIPAddressVersion IPv6 references subnet %s, which has no IPv6 address prefix.", owner, subnetID)
+		}
+		return "", arm.BadRequest("SubnetDoesNotHaveIPv4AddressPrefix",
+			"IP configuration %s with privateIPAddressVersion IPv4 references subnet %s, which has no IPv4 address prefix.", owner, subnetID)
 	}
 	ip, err := tx.ReserveIP(subnetSpace(subnetID), ranges, owner, want)
 	if err != nil {
