@@ -67,9 +67,10 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Workers processing the queue (default 8; they mostly wait for a pool round).
 	Workers int
-	// GatherWindow is how long a pool round waits for more nodes before it reads the pool
-	// (default 100ms): nodes tainted together then share one PUT.
-	GatherWindow time.Duration
+	// GatherWindow is the quiet gap that ends a round's gathering of nodes before it reads
+	// the pools (default 50ms; negative: none), GatherMax the longest gathering (default
+	// 500ms): nodes tainted together then share one PUT per pool.
+	GatherWindow, GatherMax time.Duration
 	// ResyncPeriod re-checks every cluster pool against the desired state, healing a missed
 	// update (default 2 minutes; reads the load balancers through the writers' cache).
 	ResyncPeriod time.Duration
@@ -125,7 +126,10 @@ func New(o Options) (*Controller, error) {
 	if o.GatherWindow < 0 {
 		o.GatherWindow = 0
 	} else if o.GatherWindow == 0 {
-		o.GatherWindow = 100 * time.Millisecond
+		o.GatherWindow = 50 * time.Millisecond
+	}
+	if o.GatherMax <= 0 {
+		o.GatherMax = 500 * time.Millisecond
 	}
 	if o.ResyncPeriod <= 0 {
 		o.ResyncPeriod = 2 * time.Minute
@@ -177,7 +181,7 @@ func New(o Options) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
-	klog.InfoS("Starting admin-state controller", "cluster", c.o.ClusterName, "workers", c.o.Workers, "gatherWindow", c.o.GatherWindow)
+	klog.InfoS("Starting admin-state controller", "cluster", c.o.ClusterName, "workers", c.o.Workers, "gatherWindow", c.o.GatherWindow, "gatherMax", c.o.GatherMax)
 	defer klog.InfoS("Shutting down admin-state controller")
 	if !cache.WaitForNamedCacheSync("admin-state", ctx.Done(), c.synced...) {
 		return
@@ -412,7 +416,7 @@ func (c *Controller) flusherFor(pools []poolRef) *flusher {
 	defer c.mu.Unlock()
 	f, ok := c.flushers[k]
 	if !ok {
-		f = &flusher{window: c.o.GatherWindow, run: c.updatePools}
+		f = &flusher{window: c.o.GatherWindow, maxWindow: c.o.GatherMax, run: c.updatePools}
 		c.flushers[k] = f
 	}
 	// The pools of a load balancer rarely change (IPv6 added); the latest list is used.

@@ -77,7 +77,7 @@ func newTestEnv(t *testing.T, n int, o Options) *testEnv {
 	if _, err := srv.Seed(ctxT(t), &topology.Topology{
 		ResourceGroups: []string{testRG},
 		VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: testRG, Name: "vnet", AddressPrefixes: []string{"10.0.0.0/8", "fd00::/48"},
-			Subnets: []topology.Subnet{{Name: "subnet", AddressPrefix: "10.240.0.0/16"}}}},
+			Subnets: []topology.Subnet{{Name: "subnet", AddressPrefix: "10.240.0.0/16", AddressPrefixV6: "fd00::/64"}}}},
 		NetworkSecurityGroups: []topology.Named{{ResourceGroup: testRG, Name: "nsg"}},
 	}); err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func contains(s, sub string) bool {
 
 func TestManyNodesOneWritePerPool(t *testing.T) {
 	const n = 30
-	e := newTestEnv(t, n, Options{GatherWindow: 300 * time.Millisecond})
+	e := newTestEnv(t, n, Options{})
 	e.waitStates()
 	before := e.poolWrites()
 	all := make([]int, n)

@@ -11,8 +11,11 @@ import (
 // every node known at the time it runs. So a node whose change was observed before a round's
 // mutation ran is covered by that round, and many nodes draining at once cost one write.
 type flusher struct {
-	window time.Duration
-	run    func(ctx context.Context, pools []poolRef, applied func()) error
+	// A round gathers joiners until none came for window, or for at most maxWindow: taints
+	// applied together reach the controller spread over tens to hundreds of milliseconds, and
+	// a quiet gap, not a fixed delay, tells that the burst is over.
+	window, maxWindow time.Duration
+	run               func(ctx context.Context, pools []poolRef, applied func()) error
 
 	mu       sync.Mutex
 	pools    []poolRef // the load balancer's cluster pools, as last resolved
@@ -23,6 +26,7 @@ type flusher struct {
 
 type round struct {
 	done      chan struct{}
+	joined    chan struct{} // a joiner arrived while gathering (buffered, coalescing)
 	err       error
 	appliedAt time.Time // when the mutation first ran (zero until then)
 }
@@ -43,10 +47,16 @@ func (f *flusher) wait(ctx context.Context, since time.Time) error {
 		return nil
 	}
 	r := f.joinable(since)
-	if r == nil {
-		r = &round{done: make(chan struct{})}
+	switch {
+	case r == nil:
+		r = &round{done: make(chan struct{}), joined: make(chan struct{}, 1)}
 		f.gather = r
 		go f.start(r)
+	case r == f.gather:
+		select {
+		case r.joined <- struct{}{}:
+		default:
+		}
 	}
 	f.mu.Unlock()
 	select {
@@ -75,8 +85,21 @@ func (f *flusher) joinable(since time.Time) *round {
 
 func (f *flusher) start(r *round) {
 	if f.window > 0 {
-		t := time.NewTimer(f.window)
-		<-t.C
+		deadline := time.NewTimer(max(f.maxWindow, f.window))
+		idle := time.NewTimer(f.window)
+	gather:
+		for {
+			select {
+			case <-r.joined:
+				idle.Reset(f.window)
+			case <-idle.C:
+				break gather
+			case <-deadline.C:
+				break gather
+			}
+		}
+		idle.Stop()
+		deadline.Stop()
 	}
 	f.mu.Lock()
 	f.gather = nil
