@@ -108,6 +108,8 @@ type nodeIPBackends struct {
 	filter  NodeFilter
 	pools   *writer.Registry[armnetwork.BackendAddressPool]
 	onWrite func(lbID string)
+	// hook edits the pool model last (the admin-state controller keeps draining nodes Down).
+	hook func(pool *armnetwork.BackendAddressPool)
 }
 
 func (b *nodeIPBackends) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
@@ -185,6 +187,9 @@ func (b *nodeIPBackends) write(ctx context.Context, lb *armnetwork.LoadBalancer,
 		}
 		if len(p.LoadBalancerBackendAddresses) > 0 && p.VirtualNetwork == nil {
 			p.VirtualNetwork = &armnetwork.SubResource{ID: to.Ptr(b.vnetID)}
+		}
+		if b.hook != nil {
+			b.hook(cur)
 		}
 		return cur, nil
 	})

@@ -65,7 +65,7 @@ func newIPCEnv(t *testing.T, topo *topology.Topology, cfgExtra string) *ipcEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LoadBalancerBackendPoolConfigurationType != config.BackendPoolNodeIPConfiguration {
+	if cfgExtra == "" && cfg.LoadBalancerBackendPoolConfigurationType != config.BackendPoolNodeIPConfiguration {
 		t.Fatalf("default pool type %q", cfg.LoadBalancerBackendPoolConfigurationType)
 	}
 	envFile := sim.EnvironmentFile()
@@ -167,8 +167,17 @@ func (e *ipcEnv) ipConfigOwners(t *testing.T, ctx context.Context) map[string]st
 // poolMachines returns the names of the machines whose ip configurations are in the pool (from
 // the pool's backendIPConfigurations), and how many back-references the pool has.
 func (e *ipcEnv) poolMachines(t *testing.T, ctx context.Context, pool string) ([]string, int) {
+	return e.lbPoolMachines(t, ctx, testCluster, pool)
+}
+
+func (e *ipcEnv) internalPoolMachines(t *testing.T, ctx context.Context, pool string) []string {
+	got, _ := e.lbPoolMachines(t, ctx, testCluster+"-internal", pool)
+	return got
+}
+
+func (e *ipcEnv) lbPoolMachines(t *testing.T, ctx context.Context, lbName, pool string) ([]string, int) {
 	t.Helper()
-	resp, err := e.clients.Network.NewLoadBalancerBackendAddressPoolsClient().Get(ctx, testRG, testCluster, pool, nil)
+	resp, err := e.clients.Network.NewLoadBalancerBackendAddressPoolsClient().Get(ctx, testRG, lbName, pool, nil)
 	if err != nil {
 		t.Fatalf("pool %s: %v", pool, err)
 	}
@@ -316,7 +325,7 @@ func TestNodeIPConfigurationPoolLifecycle(t *testing.T) {
 // assertNoPoolRefs checks every NIC and Uniform instance for a reference to the cluster's LB.
 func (e *ipcEnv) assertNoPoolRefs(t *testing.T, ctx context.Context) {
 	t.Helper()
-	lbPart := "/loadbalancers/" + testCluster + "/"
+	lbPart := "/loadbalancers/" + testCluster
 	for p := e.clients.NodeNetwork.NewInterfacesClient().NewListPager(testRG, nil); p.More(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {

@@ -142,6 +142,7 @@ func New(o Options) (*LoadBalancer, error) {
 			pools:  l.pools,
 			// A pool write changes the LB's ETag: drop the LB writer's cache.
 			onWrite: func(lbID string) { l.lbs.For(lbID).Invalidate() },
+			hook:    l.ApplyPoolEntriesHook,
 		}
 	}
 	return l, nil
