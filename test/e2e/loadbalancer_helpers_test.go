@@ -509,3 +509,5 @@ func isIPv4(s string) bool {
 	a, err := netip.ParseAddr(s)
 	return err == nil && a.Is4()
 }
+
+var deleteOpts = metav1.DeleteOptions{}
