@@ -51,6 +51,23 @@ type ipConfigBackends struct {
 	lbWritten       func(lbID string)
 
 	batch int
+	// preConfigured is azure.json preConfiguredBackendPoolLoadBalancerTypes ("", internal,
+	// external, all): the pools of those load balancers are managed by someone else.
+	preConfigured string
+}
+
+// managed reports whether this implementation manages the pool members of lb.
+func (b *ipConfigBackends) managed(lb *armnetwork.LoadBalancer) bool {
+	internal := strings.HasSuffix(strings.ToLower(str(lb.Name)), "-internal")
+	switch strings.ToLower(b.preConfigured) {
+	case "all":
+		return false
+	case "internal":
+		return !internal
+	case "external":
+		return internal
+	}
+	return true
 }
 
 // clusterPool is one of the cluster's pools on a load balancer.
@@ -99,7 +116,7 @@ type scaleSetRef struct{ rg, name string }
 
 func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodeList []*v1.Node) error {
 	pools := clusterPools(lb, clusterName)
-	if len(pools) == 0 {
+	if len(pools) == 0 || !b.managed(lb) {
 		return nil
 	}
 	var errs []error
@@ -170,7 +187,7 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 // still referenced).
 func (b *ipConfigBackends) Detach(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer) error {
 	pools := clusterPools(lb, clusterName)
-	if len(pools) == 0 {
+	if len(pools) == 0 || !b.managed(lb) {
 		return nil
 	}
 	var in []membership.Pool
@@ -358,9 +375,10 @@ func newIPConfigBackends(o Options, l *LoadBalancer) *ipConfigBackends {
 	}
 	poll := o.PollFrequency
 	b := &ipConfigBackends{
-		filter:  NodeFilter{ExcludeControlPlane: o.Config.ExcludeMasters(), ResourceGroup: o.Config.ResourceGroup},
-		resolve: o.Nodes.BackendTargetOf,
-		batch:   o.Config.PutVMSSVMBatchSize,
+		filter:        NodeFilter{ExcludeControlPlane: o.Config.ExcludeMasters(), ResourceGroup: o.Config.ResourceGroup},
+		resolve:       o.Nodes.BackendTargetOf,
+		batch:         o.Config.PutVMSSVMBatchSize,
+		preConfigured: o.Config.PreConfiguredBackendPoolLoadBalancerTypes,
 		nics: writer.NewRegistry(func(id string) writer.Store[armnetwork.Interface] {
 			rg, name := idParts(id)
 			return &azstore.Interface{Client: nodeNet.NewInterfacesClient(), ResourceGroup: rg, Name: name, PollFrequency: poll}

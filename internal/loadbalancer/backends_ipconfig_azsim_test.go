@@ -430,3 +430,25 @@ func TestNodeIPConfigurationDualStack(t *testing.T) {
 	}
 	e.assertNoPoolRefs(t, ctx)
 }
+
+// TestNodeIPConfigurationPreConfiguredPools: with preConfiguredBackendPoolLoadBalancerTypes the
+// pools of that load balancer type are someone else's: no NIC or instance is written.
+func TestNodeIPConfigurationPreConfiguredPools(t *testing.T) {
+	e := newIPCEnv(t, ipcTopology(false), `,"preConfiguredBackendPoolLoadBalancerTypes":"external"`)
+	ctx := ctxT(t)
+	before := e.stats()
+	svc := service("ffffffff-0000-0000-0000-000000000009", "pre", nil)
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, e.machineNodes()); err != nil {
+		t.Fatal(err)
+	}
+	after := e.stats()
+	for _, k := range []string{"PUT microsoft.network/networkinterfaces", "PUT microsoft.compute/virtualmachinescalesets/virtualmachines",
+		"PUT microsoft.compute/virtualmachinescalesets"} {
+		if after[k] != before[k] {
+			t.Errorf("%s: %d writes to a pre-configured pool's members", k, after[k]-before[k])
+		}
+	}
+	if got, _ := e.poolMachines(t, ctx, testCluster); len(got) != 0 {
+		t.Fatalf("pre-configured pool got members %v", got)
+	}
+}
