@@ -36,7 +36,7 @@ const DefaultScaleSetVMBatchSize = 10
 // of each resource, so a stale load balancer costs reads, never a wrong write.
 type ipConfigBackends struct {
 	filter  NodeFilter
-	resolve func(ctx context.Context, n *v1.Node) (nodes.BackendTarget, error)
+	resolve func(ctx context.Context, n *v1.Node) (target, error)
 
 	nics      *writer.Registry[armnetwork.Interface]
 	vmssVMs   *writer.Registry[armcompute.VirtualMachineScaleSetVM]
@@ -114,6 +114,32 @@ func pickIPConfig(configs []nodes.IPConfiguration, fam naming.Family) string {
 
 type scaleSetRef struct{ rg, name string }
 
+// target is what pool membership needs to know about a node's VM.
+type target struct {
+	vmSet   nodes.VMSet
+	configs []nodes.IPConfiguration
+	// shutdown VMs (stopped, deallocated) are not added, and not removed either.
+	shutdown bool
+}
+
+// resolveWith resolves nodes through the resolver's list caches.
+func resolveWith(r *nodes.Resolver) func(ctx context.Context, n *v1.Node) (target, error) {
+	return func(ctx context.Context, n *v1.Node) (target, error) {
+		inst, err := r.Instance(ctx, n)
+		if err != nil {
+			return target{}, err
+		}
+		if inst.ProviderID.Kind == nodes.KindUnmanaged {
+			return target{}, fmt.Errorf("node %s is not an Azure VM", n.Name)
+		}
+		configs, err := r.IPConfigurations(ctx, inst)
+		if err != nil {
+			return target{}, err
+		}
+		return target{vmSet: inst.VMSet, configs: configs, shutdown: inst.IsShutdown()}, nil
+	}
+}
+
 func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodeList []*v1.Node) error {
 	pools := clusterPools(lb, clusterName)
 	if len(pools) == 0 || !b.managed(lb) {
@@ -121,7 +147,7 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 	}
 	var errs []error
 	complete := true
-	want := map[naming.Family][]string{}
+	want, keep := map[naming.Family][]string{}, map[naming.Family][]string{}
 	// Uniform scale sets of eligible nodes, with the families their instances join.
 	models := map[string]map[naming.Family]bool{}
 	modelRefs := map[string]scaleSetRef{}
@@ -138,16 +164,20 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 			continue
 		}
 		for _, p := range pools {
-			id := pickIPConfig(t.IPConfigurations, p.family)
+			id := pickIPConfig(t.configs, p.family)
 			if id == "" {
 				continue
 			}
+			if t.shutdown {
+				keep[p.family] = append(keep[p.family], id)
+				continue
+			}
 			want[p.family] = append(want[p.family], id)
-			if t.VMSet.Kind == nodes.VMSetScaleSetUniform {
-				k := strings.ToLower(t.VMSet.ResourceGroup + "/" + t.VMSet.Name)
+			if t.vmSet.Kind == nodes.VMSetScaleSetUniform {
+				k := strings.ToLower(t.vmSet.ResourceGroup + "/" + t.vmSet.Name)
 				if models[k] == nil {
 					models[k] = map[naming.Family]bool{}
-					modelRefs[k] = scaleSetRef{t.VMSet.ResourceGroup, t.VMSet.Name}
+					modelRefs[k] = scaleSetRef{t.vmSet.ResourceGroup, t.vmSet.Name}
 				}
 				models[k][p.family] = true
 			}
@@ -155,7 +185,7 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 	}
 	var in []membership.Pool
 	for _, p := range pools {
-		in = append(in, membership.Pool{ID: p.id, Want: want[p.family], Current: p.current})
+		in = append(in, membership.Pool{ID: p.id, Want: want[p.family], Current: p.current, Keep: keep[p.family]})
 	}
 	// A node that could not be resolved may be a member: remove nothing rather than a node
 	// that is still eligible.
@@ -376,7 +406,7 @@ func newIPConfigBackends(o Options, l *LoadBalancer) *ipConfigBackends {
 	poll := o.PollFrequency
 	b := &ipConfigBackends{
 		filter:        NodeFilter{ExcludeControlPlane: o.Config.ExcludeMasters(), ResourceGroup: o.Config.ResourceGroup},
-		resolve:       o.Nodes.BackendTargetOf,
+		resolve:       resolveWith(o.Nodes),
 		batch:         o.Config.PutVMSSVMBatchSize,
 		preConfigured: o.Config.PreConfiguredBackendPoolLoadBalancerTypes,
 		nics: writer.NewRegistry(func(id string) writer.Store[armnetwork.Interface] {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -450,5 +452,57 @@ func TestNodeIPConfigurationPreConfiguredPools(t *testing.T) {
 	}
 	if got, _ := e.poolMachines(t, ctx, testCluster); len(got) != 0 {
 		t.Fatalf("pre-configured pool got members %v", got)
+	}
+}
+
+// TestNodeIPConfigurationShutdownAndScaleOut: a deallocated instance is not added (as the
+// existing provider skips it), and an instance added by scaling out joins through the scale set
+// model without any pool sync.
+func TestNodeIPConfigurationShutdownAndScaleOut(t *testing.T) {
+	topo := ipcTopology(false)
+	topo.ScaleSets = append(topo.ScaleSets, topology.ScaleSet{ResourceGroup: testRG, Name: "cold", Capacity: 1, PowerState: "deallocated"})
+	e := newIPCEnv(t, topo, "")
+	ctx := ctxT(t)
+	all := e.machineNodes()
+	var cold *v1.Node
+	for _, n := range all {
+		if strings.Contains(n.Spec.ProviderID, "/cold/") {
+			cold = n
+		}
+	}
+	if cold == nil || len(all) != 8 {
+		t.Fatalf("topology: %d machines", len(all))
+	}
+	svc := service("ffffffff-0000-0000-0000-00000000000a", "web", nil)
+	before := e.stats()
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, all); err != nil {
+		t.Fatal(err)
+	}
+	after := e.stats()
+	_, refs := e.poolMachines(t, ctx, testCluster)
+	if refs != 7 {
+		t.Fatalf("%d pool members, want 7 (the deallocated instance left out)", refs)
+	}
+	if d := after["PUT microsoft.compute/virtualmachinescalesets/virtualmachines"] - before["PUT microsoft.compute/virtualmachinescalesets/virtualmachines"]; d != 3 {
+		t.Fatalf("%d instance PUTs, want 3 (the deallocated one is not written)", d)
+	}
+
+	// Scale out the Uniform scale set: the new instance is created from the model, which has the pool.
+	ssClient := e.clients.Compute.NewVirtualMachineScaleSetsClient()
+	cur, err := ssClient.Get(ctx, testRG, "pool", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := *cur.SKU.Capacity + 1
+	p, err := ssClient.BeginUpdate(ctx, testRG, "pool", armcompute.VirtualMachineScaleSetUpdate{
+		SKU: &armcompute.SKU{Name: cur.SKU.Name, Tier: cur.SKU.Tier, Capacity: &capacity}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, refs := e.poolMachines(t, ctx, testCluster); refs != 8 {
+		t.Fatalf("after scale-out: %d pool members, want 8 (new instance from the model)", refs)
 	}
 }

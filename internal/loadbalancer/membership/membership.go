@@ -80,6 +80,9 @@ type Pool struct {
 	ID      string
 	Want    []string
 	Current []string
+	// Keep are ip configurations left as they are, in or out (nodes whose VM is stopped or
+	// deallocated: not added, as the existing provider does, and not removed).
+	Keep []string
 }
 
 // Change adds or removes one pool reference on one ip configuration of the owner.
@@ -121,14 +124,15 @@ func Plan(pools []Pool, remove bool) (edits []Edit, skipped []string) {
 	for _, p := range pools {
 		cur := lowerSet(p.Current)
 		want := lowerSet(p.Want)
+		keep := lowerSet(p.Keep)
 		for _, id := range dedupe(p.Want) {
-			if !cur[strings.ToLower(id)] {
+			if !cur[strings.ToLower(id)] && !keep[strings.ToLower(id)] {
 				add(id, p.ID, true)
 			}
 		}
 		if remove {
 			for _, id := range dedupe(p.Current) {
-				if !want[strings.ToLower(id)] {
+				if !want[strings.ToLower(id)] && !keep[strings.ToLower(id)] {
 					add(id, p.ID, false)
 				}
 			}

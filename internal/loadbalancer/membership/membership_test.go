@@ -94,6 +94,9 @@ func TestPlan(t *testing.T) {
 			remove: true, want: "nic vm-a-nic: +vm-a-nic/ipconfig1@kubernetes +vm-a-nic/ipconfig-v6@kubernetes-IPv6;"},
 		{name: "unknown member kinds are skipped", pools: []Pool{{ID: pool4, Current: []string{"/subscriptions/s/whatever"}}}, remove: true,
 			want: "", skipped: 1},
+		{name: "kept members are neither added nor removed",
+			pools:  []Pool{{ID: pool4, Want: []string{cfgA}, Current: []string{cfgB}, Keep: []string{cfgB, cfgSS0}}},
+			remove: true, want: "nic vm-a-nic: +vm-a-nic/ipconfig1@kubernetes;"},
 		{name: "duplicates collapse", pools: []Pool{{ID: pool4, Want: []string{cfgA, cfgA}}}, remove: true,
 			want: "nic vm-a-nic: +vm-a-nic/ipconfig1@kubernetes;"},
 	} {
