@@ -22,6 +22,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	_ "github.com/azure-ccm/azure-ccm/internal/controllers/adminstate" // admin-state controller
+	_ "github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"    // pv-zone-labels controller
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
 
