@@ -33,10 +33,51 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, clusterName strin
 	return st, nil
 }
 
-// UpdateLoadBalancer runs the same full reconcile (nodes changed).
+// UpdateLoadBalancer brings the backend pools (and, for services without floating IP, the NSG
+// rules that name node addresses) in step with the nodes. It never creates a frontend, rule or
+// public IP: the service controller's node sync calls it from a cache that can lag behind a
+// deletion, and a full reconcile there resurrected the Azure objects of a service whose
+// deletion had just finished (found by the chaos suite).
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
-	_, err := l.EnsureLoadBalancer(ctx, clusterName, svc, nodes)
-	return err
+	if !ours(svc) {
+		return cloudprovider.ImplementedElsewhere
+	}
+	if svc.DeletionTimestamp != nil {
+		return nil
+	}
+	c, s := l.cluster(clusterName), lenient(svc)
+	name := c.LBName(s.Opts.Internal)
+	lb, err := l.lbWriter(c, name).Get(ctx)
+	if err != nil {
+		return fmt.Errorf("service %s: load balancer %s: %w", s.Key(), name, err)
+	}
+	if lb == nil || !plan.OwnsFrontend(lb, s.LBName()) {
+		// Not (or no longer) served: EnsureLoadBalancer or the deletion owns this service.
+		return nil
+	}
+	if l.backends != nil {
+		if err := l.backends.Sync(ctx, c.ClusterName, lb, nodes); err != nil {
+			return fmt.Errorf("service %s: backend pools of %s: %w", s.Key(), name, err)
+		}
+	}
+	if s.Opts.DisableFloatingIP && l.cfg.SecurityGroupName != "" {
+		pipAddrs := map[string]netip.Addr{}
+		if !s.Opts.Internal {
+			existing, err := l.listPIPs(ctx, l.pipRG(s))
+			if err != nil {
+				return fmt.Errorf("service %s: %w", s.Key(), err)
+			}
+			for _, p := range existing {
+				if a, ok := plan.PIPAddress(p); ok && p.ID != nil {
+					pipAddrs[strings.ToLower(*p.ID)] = a
+				}
+			}
+		}
+		if err := l.ensureSecurity(ctx, s, serviceIPs(lb, s.LBName(), pipAddrs), nodes, true); err != nil {
+			return fmt.Errorf("service %s: %w", s.Key(), err)
+		}
+	}
+	return nil
 }
 
 func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
