@@ -99,6 +99,13 @@ func Scan(pkgs []Package) (Defs, error) {
 			continue
 		}
 		consts := stringConsts(files)
+		// Reasons passed through a helper (p.event(obj, typ, ReasonX, ...)) are not constant
+		// at the recorder call: the package's Reason* constants name them.
+		for name, v := range consts {
+			if strings.HasPrefix(name, "Reason") && reasonPattern.MatchString(v) {
+				d.Events = append(d.Events, Event{Reason: v, Package: p.ImportPath})
+			}
+		}
 		for _, f := range files {
 			ast.Inspect(f, func(n ast.Node) bool {
 				switch x := n.(type) {
@@ -118,6 +125,7 @@ func Scan(pkgs []Package) (Defs, error) {
 	}
 	sort.Slice(d.Metrics, func(i, j int) bool { return d.Metrics[i].Name < d.Metrics[j].Name })
 	sort.Slice(d.Events, func(i, j int) bool { return d.Events[i].Reason < d.Events[j].Reason })
+	d.Events = uniqueEvents(d.Events)
 	return d, nil
 }
 
@@ -291,4 +299,17 @@ func BaseMetric(series string, defined map[string]Metric) (Metric, bool) {
 		}
 	}
 	return Metric{}, false
+}
+
+// uniqueEvents drops repeats of a (reason, package) pair from a sorted list.
+func uniqueEvents(in []Event) []Event {
+	var out []Event
+	seen := map[Event]bool{}
+	for _, e := range in {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }

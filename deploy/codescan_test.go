@@ -62,6 +62,7 @@ func TestScan(t *testing.T) {
 	if !reflect.DeepEqual(d.Metrics, wantMetrics) {
 		t.Errorf("metrics = %+v, want %+v", d.Metrics, wantMetrics)
 	}
+	// BadWidget is found twice (constant Reason*, recorder call) and reported once.
 	wantEvents := []Event{{Reason: "BadWidget", Package: "example.com/sample"}, {Reason: "Synced", Package: "example.com/sample"}}
 	if !reflect.DeepEqual(d.Events, wantEvents) {
 		t.Errorf("events = %+v, want %+v", d.Events, wantEvents)

@@ -13,7 +13,7 @@ import (
 )
 
 // binaries are the main packages whose linked code defines what operators can observe.
-var binaries = []string{"./cmd/azure-cloud-controller-manager", "./cmd/azure-cloud-node-manager"}
+var binaries = []string{"./cmd/azure-cloud-controller-manager", "./cmd/azure-cloud-node-manager", "./cmd/azure-disk-provisioner"}
 
 var (
 	scanOnce sync.Once
