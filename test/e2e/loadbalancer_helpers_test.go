@@ -511,3 +511,5 @@ func isIPv4(s string) bool {
 }
 
 var deleteOpts = metav1.DeleteOptions{}
+
+var updateOpts = metav1.UpdateOptions{}

@@ -111,7 +111,7 @@ func lbTestLifecycle(l *lbEnv) {
 	eq(t, "probe port", deref(p.Port), s.Spec.Ports[0].NodePort)
 	eq(t, "probe interval", deref(p.IntervalInSeconds), int32(annotations.DefaultProbeInterval))
 	eq(t, "probe threshold", deref(p.ProbeThreshold), int32(annotations.DefaultProbeThreshold))
-	eqs(t, "pool members", poolIPs(lb, naming.BackendPoolName(lbCluster, naming.IPv4)), l.nodeIPs())
+	l.waitPool(lbCluster, l.nodeNames())
 
 	allow80 := naming.AllowRuleName("Tcp", naming.IPv4, []string{annotations.ServiceTagInternet}, []int32{80})
 	eqs(t, "NSG rules to the IP", nsgRulesTo(st.NSG, ip), []string{allow80})
@@ -158,7 +158,7 @@ func lbTestLifecycle(l *lbEnv) {
 	eq(t, "port 80 rule unchanged", canon(t, v2.Rules[rule80]), canon(t, v.Rules[rule80]))
 	eq(t, "port 80 probe unchanged", canon(t, v2.Probes[rule80]), canon(t, v.Probes[rule80]))
 	eq(t, "PIP etag unchanged", deref(after.PIPs[l.rg+"/"+pipName].Etag), deref(before.PIPs[l.rg+"/"+pipName].Etag))
-	eqs(t, "pool members unchanged", poolIPs(after.LBs[lbCluster], lbCluster), poolIPs(lb, lbCluster))
+	eqs(t, "pool members unchanged", l.poolNodes(after.LBs[lbCluster]), l.nodeNames())
 	eq(t, "PIP writes for adding a port", delta.Writes("publicIPAddresses")-writesBefore.Writes("publicIPAddresses"), int64(0))
 	eq(t, "pool writes for adding a port", delta.Writes("backendAddressPools")-writesBefore.Writes("backendAddressPools"), int64(0))
 	if n := delta.Writes("loadBalancers") - writesBefore.Writes("loadBalancers"); n < 1 || n > 2 {
