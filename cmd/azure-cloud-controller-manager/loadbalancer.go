@@ -2,10 +2,30 @@ package main
 
 import (
 	cloudprovider "k8s.io/cloud-provider"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
+
+// defaultConcurrentServiceSyncs replaces the upstream default of --concurrent-service-syncs (1).
+const defaultConcurrentServiceSyncs = 10
+
+// disableLBWriteMerging is set by the hidden --disable-lb-write-merging flag: every load
+// balancer, NSG, public IP and pool change becomes its own read-modify-write. It exists only so
+// that the burst benchmark (test/bench) can measure the baseline of one write per service in the
+// same run; nobody should run a cluster with it.
+var disableLBWriteMerging bool
+
+// benchmarkFlags are the CCM's own hidden flags.
+func benchmarkFlags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	fs := fss.FlagSet("azure load balancer")
+	fs.BoolVar(&disableLBWriteMerging, "disable-lb-write-merging", false,
+		"benchmark baseline only: one ARM write per load balancer change, no merging")
+	_ = fs.MarkHidden("disable-lb-write-merging")
+	return fss
+}
 
 // installLoadBalancer plugs the load balancer implementation into the provider.
 func installLoadBalancer() {
@@ -16,7 +36,9 @@ func installLoadBalancer() {
 			PollFrequency: d.Clients.PollFrequency,
 			Zones:         d.Zones,
 			Recorder:      d.Recorder,
-			ListPublicIPs: d.Clients.Caches.PublicIPs.Get,
+			// Read when the provider is built, after flag parsing.
+			DisableWriteMerging: disableLBWriteMerging,
+			ListPublicIPs:       d.Clients.Caches.PublicIPs.Get,
 			InvalidatePublicIPs: func(rg string) {
 				d.Clients.Caches.PublicIPs.Invalidate(rg)
 			},

@@ -13,7 +13,6 @@ import (
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 	"k8s.io/component-base/cli"
-	cliflag "k8s.io/component-base/cli/flag"
 	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
@@ -33,12 +32,15 @@ func main() {
 	}
 	// The provider name defaults to azure, as in the existing Azure CCM.
 	opts.KubeCloudShared.CloudProvider.Name = provider.ProviderName
+	// Ten service workers by default (upstream: 1): their writes to one load balancer or NSG are
+	// merged, so more workers mean fewer ARM writes per service, not more.
+	opts.ServiceController.ConcurrentServiceSyncs = defaultConcurrentServiceSyncs
 	installLoadBalancer()
 	// Register the ARM metrics with the legacy registry served on /metrics.
 	arm.DefaultMetrics()
 
 	cmd := app.NewCloudControllerManagerCommand(opts, cloudInitializer, controllers.Initializers(),
-		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
+		names.CCMControllerAliases(), benchmarkFlags(), wait.NeverStop)
 	cmd.Use = "azure-cloud-controller-manager"
 	os.Exit(cli.Run(cmd))
 }

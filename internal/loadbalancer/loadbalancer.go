@@ -73,6 +73,9 @@ type Options struct {
 	InvalidatePublicIPs func(rg string)
 	// CacheTTL of the writers' models (default loadBalancerCacheTTLInSeconds, else 120s).
 	CacheTTL time.Duration
+	// DisableWriteMerging makes every change its own read-modify-write (writer MaxBatch 1). It
+	// exists only for the burst benchmark's baseline (test/bench), behind a hidden CCM flag.
+	DisableWriteMerging bool
 }
 
 // LoadBalancer implements cloudprovider.LoadBalancer.
@@ -106,25 +109,29 @@ func New(o Options) (*LoadBalancer, error) {
 	}
 	l := &LoadBalancer{cfg: o.Config, net: o.Network, opts: o}
 	wo := func() (poll time.Duration) { return o.PollFrequency }
+	maxBatch := 0
+	if o.DisableWriteMerging {
+		maxBatch = 1
+	}
 	l.lbs = writer.NewRegistry(func(id string) writer.Store[armnetwork.LoadBalancer] {
 		rg, name := idParts(id)
 		return &azstore.LoadBalancer{Client: o.Network.NewLoadBalancersClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
-	}, writer.Options[armnetwork.LoadBalancer]{CacheTTL: o.CacheTTL})
+	}, writer.Options[armnetwork.LoadBalancer]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
 	l.nsgs = writer.NewRegistry(func(id string) writer.Store[armnetwork.SecurityGroup] {
 		rg, name := idParts(id)
 		return &azstore.SecurityGroup{Client: o.Network.NewSecurityGroupsClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
-	}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: o.CacheTTL})
+	}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
 	l.pips = writer.NewRegistry(func(id string) writer.Store[armnetwork.PublicIPAddress] {
 		rg, name := idParts(id)
 		return &azstore.PublicIP{Client: o.Network.NewPublicIPAddressesClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
-	}, writer.Options[armnetwork.PublicIPAddress]{CacheTTL: o.CacheTTL})
+	}, writer.Options[armnetwork.PublicIPAddress]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
 	l.pools = writer.NewRegistry(func(id string) writer.Store[armnetwork.BackendAddressPool] {
 		// …/loadBalancers/<lb>/backendAddressPools/<pool>
 		lbID := id[:strings.LastIndex(strings.ToLower(id), "/backendaddresspools/")]
 		rg, lbName := idParts(lbID)
 		return &azstore.BackendPool{Client: o.Network.NewLoadBalancerBackendAddressPoolsClient(), ResourceGroup: rg,
 			LoadBalancer: lbName, Name: lastSegment(id), PollFrequency: wo()}
-	}, writer.Options[armnetwork.BackendAddressPool]{CacheTTL: o.CacheTTL})
+	}, writer.Options[armnetwork.BackendAddressPool]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
 
 	l.backends = o.Backends
 	if l.backends == nil && strings.EqualFold(o.Config.LoadBalancerBackendPoolConfigurationType, config.BackendPoolNodeIPConfiguration) {

@@ -60,6 +60,9 @@ type Options[T any] struct {
 	Timeout time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// MaxBatch caps the mutations of one batch; 0 means no cap. 1 turns group commit off (one
+	// read-modify-write per mutation): only the benchmark's no-merging baseline uses it.
+	MaxBatch int
 }
 
 type result[T any] struct {
@@ -189,11 +192,15 @@ func (w *Writer[T]) run() {
 	}
 }
 
-// drain takes the queued requests, answering those whose caller already gave up.
-func (w *Writer[T]) drain() []*request[T] {
+// drain takes the queued requests (up to MaxBatch together with the have already taken),
+// answering those whose caller already gave up.
+func (w *Writer[T]) drain(have int) []*request[T] {
 	w.mu.Lock()
 	batch := w.pending
 	w.pending = nil
+	if room := w.opts.MaxBatch - have; w.opts.MaxBatch > 0 && len(batch) > room {
+		batch, w.pending = batch[:max(room, 0):max(room, 0)], batch[max(room, 0):]
+	}
 	w.mu.Unlock()
 	live := batch[:0]
 	for _, r := range batch {
@@ -215,7 +222,7 @@ func (w *Writer[T]) commit() {
 	var batch []*request[T]
 	for attempt := 1; ; attempt++ {
 		cur, etag, err := w.read(ctx)
-		batch = append(batch, w.drain()...)
+		batch = append(batch, w.drain(len(batch))...)
 		if err != nil {
 			w.finish(batch, nil, nil, fmt.Errorf("read: %w", err))
 			return

@@ -157,6 +157,37 @@ func TestConcurrentIntentsShareOnePut(t *testing.T) {
 	}
 }
 
+// MaxBatch 1 (the benchmark's no-merging baseline) writes once per intent, in order.
+func TestMaxBatchOneWritesPerIntent(t *testing.T) {
+	const n = 5
+	store := &fakeStore{gate: make(chan struct{})}
+	w := New[model](store, Options[model]{MaxBatch: 1})
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = w.Submit(context.Background(), set(fmt.Sprint("k", i), i))
+		}(i)
+	}
+	waitFor(t, "all intents queued", func() bool { return w.Pending() == n })
+	close(store.gate)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("intent %d: %v", i, err)
+		}
+	}
+	m, puts, _ := store.snapshot()
+	if puts != n || len(m.Items) != n {
+		t.Fatalf("want %d PUTs and %d items, got %d PUTs, items %v", n, n, puts, m.Items)
+	}
+	if b := w.Stats().Batches; b != n {
+		t.Fatalf("want %d batches, got %d", n, b)
+	}
+}
+
 func TestPreconditionFailedRereadsAndReapplies(t *testing.T) {
 	store := &fakeStore{}
 	w := New[model](store, Options[model]{CacheTTL: time.Hour})
