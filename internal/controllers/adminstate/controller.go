@@ -68,7 +68,7 @@ type Options struct {
 	// Workers processing the queue (default 8; they mostly wait for a pool round).
 	Workers int
 	// GatherWindow is the quiet gap that ends a round's gathering of nodes before it reads
-	// the pools (default 50ms; negative: none), GatherMax the longest gathering (default
+	// the pools (default 150ms; negative: none), GatherMax the longest gathering (default
 	// 500ms): nodes tainted together then share one PUT per pool.
 	GatherWindow, GatherMax time.Duration
 	// ResyncPeriod re-checks every cluster pool against the desired state, healing a missed
@@ -126,7 +126,7 @@ func New(o Options) (*Controller, error) {
 	if o.GatherWindow < 0 {
 		o.GatherWindow = 0
 	} else if o.GatherWindow == 0 {
-		o.GatherWindow = 50 * time.Millisecond
+		o.GatherWindow = 150 * time.Millisecond
 	}
 	if o.GatherMax <= 0 {
 		o.GatherMax = 500 * time.Millisecond
@@ -216,6 +216,11 @@ func (c *Controller) nodeChanged(old, cur *v1.Node) {
 		st.spotActed, st.spotClearedAt = false, c.o.Now()
 	}
 	c.updateGaugeLocked()
+	if changed {
+		for _, f := range c.flushers {
+			f.poke()
+		}
+	}
 	c.mu.Unlock()
 	if changed {
 		klog.V(2).InfoS("Node draining state changed", "node", cur.Name, "adminState", want, "taints", planner.DrainingTaints(cur))

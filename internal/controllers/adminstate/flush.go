@@ -31,6 +31,19 @@ type round struct {
 	appliedAt time.Time // when the mutation first ran (zero until then)
 }
 
+// poke extends the gathering of the round being gathered (if any): another node changed, so
+// the burst goes on even when every worker is already waiting on this round.
+func (f *flusher) poke() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gather != nil {
+		select {
+		case f.gather.joined <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // setPools records the latest list of the load balancer's cluster pools.
 func (f *flusher) setPools(pools []poolRef) {
 	f.mu.Lock()

@@ -1,0 +1,200 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+// TestAdminStateBench measures, against azsim with a 1 s latency on every ARM write, the time
+// from tainting nodes out-of-service to their backend entries being admin state Down in
+// azsim, for one node and for 50 nodes tainted at once, and the ARM writes the 50 cost.
+func TestAdminStateBench(t *testing.T) {
+	const nodes = 50
+	if _, err := os.Stat(filepath.Join(framework.BinDir(), framework.CCMBinaryName)); err != nil {
+		t.Skipf("CCM not built: %v", err)
+	}
+	topo := framework.DefaultTopology()
+	topo.ScaleSets[0].Capacity = nodes
+	e := framework.Start(t, framework.Options{Topology: topo, CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
+	e.StartCCM()
+	for _, m := range e.Machines {
+		e.WaitFor("node "+m.NodeName+" initialized", e.NodeInitialized(m.NodeName), 3*time.Minute)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
+	if _, err := e.Kube.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor("service ingress", e.ServiceIngress("default", "web"), 3*time.Minute)
+	poolID := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/kubernetes/backendAddressPools/kubernetes",
+		e.Azure.SubscriptionID, e.Azure.ResourceGroup)
+	states := func(ctx context.Context) (map[string]string, error) {
+		doc, err := e.Azsim.Get(ctx, poolID)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		props, _ := doc["properties"].(map[string]any)
+		addrs, _ := props["loadBalancerBackendAddresses"].([]any)
+		for _, a := range addrs {
+			ap, _ := a.(map[string]any)["properties"].(map[string]any)
+			ip, _ := ap["ipAddress"].(string)
+			st, _ := ap["adminState"].(string)
+			out[ip] = st
+		}
+		return out, nil
+	}
+	e.WaitFor("every node in the pool", func(ctx context.Context) (bool, error) {
+		s, err := states(ctx)
+		return err == nil && len(s) == nodes, fmt.Errorf("%d entries (%v)", len(s), err)
+	}, 3*time.Minute)
+
+	// Every ARM write now takes 1 s.
+	if err := e.Azsim.SetLatency(context.Background(), middleware.LatencyModel{Rules: []middleware.LatencyRule{{Class: middleware.Write, Delay: middleware.Duration(time.Second)}}}); err != nil {
+		t.Fatal(err)
+	}
+	writes := func() int64 {
+		st, err := e.Azsim.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Writes("backendAddressPools")
+	}
+	setTaint := func(name string, on bool) {
+		for {
+			n, err := e.Kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == planner.TaintOutOfService })
+			if on {
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: planner.TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+			}
+			if _, err = e.Kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err == nil {
+				return
+			}
+		}
+	}
+	// round taints (on) or untaints the machines at once and returns, per node, the time from
+	// just before its taint update to its entry showing the new state in azsim.
+	round := func(ms []framework.Machine, on bool) (lat []time.Duration, total time.Duration, poolWrites int64) {
+		want := map[string]bool{}
+		for _, m := range ms {
+			want[m.InternalIPs[0]] = true
+		}
+		before := writes()
+		start := time.Now()
+		starts := make([]time.Time, len(ms))
+		var wg sync.WaitGroup
+		for i, m := range ms {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				starts[i] = time.Now()
+				setTaint(m.NodeName, on)
+			}()
+		}
+		seen := map[string]time.Time{}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for len(seen) < len(ms) {
+			s, err := states(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			for ip, st := range s {
+				if _, done := seen[ip]; !done && want[ip] && (st == "Down") == on {
+					seen[ip] = now
+				}
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("only %d of %d nodes reached the state", len(seen), len(ms))
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		wg.Wait()
+		for i, m := range ms {
+			lat = append(lat, seen[m.InternalIPs[0]].Sub(starts[i]))
+		}
+		total = time.Since(start)
+		// Let the round's last write finish (the LRO) before counting.
+		e.WaitFor("writes settled", func(context.Context) (bool, error) {
+			w1 := writes()
+			return w1 == writes(), nil
+		}, time.Minute)
+		return lat, total, writes() - before
+	}
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "# Admin state: taint to Down in azsim (1 s latency on every ARM write)\n\n")
+	fmt.Fprintf(&report, "%d nodes, nodeIP pool, one public load balancer (one IPv4 cluster pool).\n\n", nodes)
+	fmt.Fprintf(&report, "| scenario | samples | p50 | p99 | max | ARM pool writes |\n|---|---|---|---|---|---|\n")
+
+	var single []time.Duration
+	var singleWrites int64
+	for i := 0; i < 10; i++ {
+		m := e.Machines[i%nodes]
+		lat, _, w := round([]framework.Machine{m}, true)
+		single = append(single, lat...)
+		singleWrites += w
+		round([]framework.Machine{m}, false)
+	}
+	fmt.Fprintf(&report, "| 1 node tainted (10 rounds) | %d | %s | %s | %s | %.1f per round |\n", len(single), pct(single, 50), pct(single, 99), pct(single, 100), float64(singleWrites)/10)
+
+	var many []time.Duration
+	for r := 0; r < 3; r++ {
+		lat, total, w := round(e.Machines, true)
+		many = append(many, lat...)
+		fmt.Fprintf(&report, "| %d nodes tainted at once, round %d | %d | %s | %s | %s | %d (all Down %s after the first taint) |\n",
+			nodes, r+1, len(lat), pct(lat, 50), pct(lat, 99), pct(lat, 100), w, total.Round(time.Millisecond))
+		lat, total, w = round(e.Machines, false)
+		fmt.Fprintf(&report, "| %d nodes untainted at once, round %d | %d | %s | %s | %s | %d (all None %s) |\n",
+			nodes, r+1, len(lat), pct(lat, 50), pct(lat, 99), pct(lat, 100), w, total.Round(time.Millisecond))
+	}
+	fmt.Fprintf(&report, "| %d nodes tainted at once, all rounds | %d | %s | %s | %s | |\n", nodes, len(many), pct(many, 50), pct(many, 99), pct(many, 100))
+	t.Log("\n" + report.String())
+	if dir := os.Getenv("AZURE_CCM_BENCH_OUT"); dir != "" {
+		_ = os.MkdirAll(dir, 0o755)
+		if err := os.WriteFile(filepath.Join(dir, "adminstate.md"), []byte(report.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+		if b, err := os.ReadFile(e.CCMLogPath()); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "adminstate-ccm.log"), b, 0o644)
+		}
+	}
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return s[min(i, len(s)-1)].Round(time.Millisecond)
+}
