@@ -27,8 +27,8 @@ const DefaultScaleSetVMBatchSize = 10
 // ipConfigBackends keeps nodeIPConfiguration pools in step: a node joins by its primary NIC's ip
 // configuration referencing the pool (IPv4 configuration → <cluster>, IPv6 → <cluster>-IPv6).
 // Standalone, availability-set and Flexible scale set VMs are written through their NIC;
-// Uniform scale set VMs through the instance's network profile, and the scale set model gets
-// the pool too so new instances join. Every resource has one group-commit writer, so concurrent
+// Uniform scale set VMs through the instance's network profile; scale set models (Uniform, and
+// Flexible with a VM profile) get the pool too so new instances join. Every resource has one group-commit writer, so concurrent
 // service reconciles touching one NIC share its read-modify-write.
 //
 // Current membership is read from the pools' backendIPConfigurations back-references on the
@@ -148,7 +148,7 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 	var errs []error
 	complete := true
 	want, keep := map[naming.Family][]string{}, map[naming.Family][]string{}
-	// Uniform scale sets of eligible nodes, with the families their instances join.
+	// Scale sets of eligible nodes, with the families their instances join.
 	models := map[string]map[naming.Family]bool{}
 	modelRefs := map[string]scaleSetRef{}
 	for _, n := range b.filter.Eligible(nodeList) {
@@ -173,7 +173,9 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 				continue
 			}
 			want[p.family] = append(want[p.family], id)
-			if t.vmSet.Kind == nodes.VMSetScaleSetUniform {
+			// Scale set models get the pool too, so new instances join (Flexible ones with a
+			// VM profile as well, as the existing provider does).
+			if t.vmSet.Kind == nodes.VMSetScaleSetUniform || t.vmSet.Kind == nodes.VMSetScaleSetFlex {
 				k := strings.ToLower(t.vmSet.ResourceGroup + "/" + t.vmSet.Name)
 				if models[k] == nil {
 					models[k] = map[naming.Family]bool{}
@@ -342,7 +344,8 @@ func scaleSetKey(ss scaleSetRef) string {
 	return "/resourceGroups/" + ss.rg + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + ss.name
 }
 
-// ensureModel adds the pool to a Uniform scale set model unless the (cached) model has it.
+// ensureModel adds the pool to a scale set model unless the (cached) model has it or has no
+// network profile.
 func (b *ipConfigBackends) ensureModel(ctx context.Context, ss scaleSetRef, poolID string, ipv6 bool) error {
 	if b.listScaleSets != nil {
 		sets, err := b.listScaleSets(ctx, ss.rg)

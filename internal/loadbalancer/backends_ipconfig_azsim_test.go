@@ -213,7 +213,12 @@ func nodeNames(ns []*v1.Node, skip ...string) []string {
 
 func (e *ipcEnv) modelHasPool(t *testing.T, ctx context.Context, poolName string) bool {
 	t.Helper()
-	ss, err := e.clients.Compute.NewVirtualMachineScaleSetsClient().Get(ctx, testRG, "pool", nil)
+	return e.scaleSetModelHasPool(t, ctx, "pool", poolName)
+}
+
+func (e *ipcEnv) scaleSetModelHasPool(t *testing.T, ctx context.Context, scaleSet, poolName string) bool {
+	t.Helper()
+	ss, err := e.clients.Compute.NewVirtualMachineScaleSetsClient().Get(ctx, testRG, scaleSet, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,8 +260,8 @@ func TestNodeIPConfigurationPoolLifecycle(t *testing.T) {
 	if want := nodeNames(all); fmt.Sprint(got) != fmt.Sprint(want) || refs != len(all) {
 		t.Fatalf("pool members %v (%d refs), want %v", got, refs, want)
 	}
-	if !e.modelHasPool(t, ctx, testCluster) {
-		t.Fatal("the Uniform scale set model does not reference the pool (new instances would not join)")
+	if !e.modelHasPool(t, ctx, testCluster) || !e.scaleSetModelHasPool(t, ctx, "flex", testCluster) {
+		t.Fatal("a scale set model does not reference the pool (new instances would not join)")
 	}
 
 	// Steady state: nothing to change, no ARM write.
@@ -319,7 +324,7 @@ func TestNodeIPConfigurationPoolLifecycle(t *testing.T) {
 		t.Fatal("load balancer not deleted")
 	}
 	e.assertNoPoolRefs(t, ctx)
-	if e.modelHasPool(t, ctx, testCluster) {
+	if e.modelHasPool(t, ctx, testCluster) || e.scaleSetModelHasPool(t, ctx, "flex", testCluster) {
 		t.Fatal("scale set model still references the deleted pool")
 	}
 }
@@ -392,8 +397,8 @@ func TestNodeIPConfigurationConcurrentServicesShareNICWrites(t *testing.T) {
 	vmPuts := after["PUT microsoft.compute/virtualmachinescalesets/virtualmachines"] - before["PUT microsoft.compute/virtualmachinescalesets/virtualmachines"]
 	modelPuts := after["PUT microsoft.compute/virtualmachinescalesets"] - before["PUT microsoft.compute/virtualmachinescalesets"]
 	// 2 availability-set + 2 flexible VMs have NICs; 3 Uniform instances.
-	if nicPuts != 4 || vmPuts != 3 || modelPuts != 1 {
-		t.Fatalf("NIC PUTs %d (want 4, one per NIC), instance PUTs %d (want 3), model PUTs %d (want 1)", nicPuts, vmPuts, modelPuts)
+	if nicPuts != 4 || vmPuts != 3 || modelPuts != 2 {
+		t.Fatalf("NIC PUTs %d (want 4, one per NIC), instance PUTs %d (want 3), model PUTs %d (want 2: Uniform and Flexible)", nicPuts, vmPuts, modelPuts)
 	}
 	if got, _ := e.poolMachines(t, ctx, testCluster); fmt.Sprint(got) != fmt.Sprint(nodeNames(all)) {
 		t.Fatalf("pool members %v", got)
@@ -487,22 +492,24 @@ func TestNodeIPConfigurationShutdownAndScaleOut(t *testing.T) {
 		t.Fatalf("%d instance PUTs, want 3 (the deallocated one is not written)", d)
 	}
 
-	// Scale out the Uniform scale set: the new instance is created from the model, which has the pool.
+	// Scale out both scale sets: the new VMs are created from the models, which have the pool.
 	ssClient := e.clients.Compute.NewVirtualMachineScaleSetsClient()
-	cur, err := ssClient.Get(ctx, testRG, "pool", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	capacity := *cur.SKU.Capacity + 1
-	p, err := ssClient.BeginUpdate(ctx, testRG, "pool", armcompute.VirtualMachineScaleSetUpdate{
-		SKU: &armcompute.SKU{Name: cur.SKU.Name, Tier: cur.SKU.Tier, Capacity: &capacity}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	if _, refs := e.poolMachines(t, ctx, testCluster); refs != 8 {
-		t.Fatalf("after scale-out: %d pool members, want 8 (new instance from the model)", refs)
+	for i, name := range []string{"pool", "flex"} {
+		cur, err := ssClient.Get(ctx, testRG, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		capacity := *cur.SKU.Capacity + 1
+		p, err := ssClient.BeginUpdate(ctx, testRG, name, armcompute.VirtualMachineScaleSetUpdate{
+			SKU: &armcompute.SKU{Name: cur.SKU.Name, Tier: cur.SKU.Tier, Capacity: &capacity}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		if _, refs := e.poolMachines(t, ctx, testCluster); refs != 8+i {
+			t.Fatalf("after scaling out %s: %d pool members, want %d (new VM from the model)", name, refs, 8+i)
+		}
 	}
 }
