@@ -204,14 +204,33 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 			}
 		}
 	}
-	if err := b.apply(ctx, edits); err != nil {
+	wrote, err := b.apply(ctx, edits)
+	if err != nil {
 		errs = append(errs, err)
 	}
-	if len(edits) > 0 && b.lbWritten != nil {
+	if len(edits) > 0 {
+		adds, removes := countChanges(edits)
+		klog.V(2).InfoS("Synced backend pool membership", "loadBalancer", str(lb.Name), "resources", len(edits),
+			"joins", adds, "leaves", removes, "wrote", wrote)
+	}
+	if wrote && b.lbWritten != nil {
 		// Back-references on the load balancer changed: its writer must re-read.
 		b.lbWritten(str(lb.ID))
 	}
 	return errors.Join(errs...)
+}
+
+func countChanges(edits []membership.Edit) (adds, removes int) {
+	for _, e := range edits {
+		for _, c := range e.Changes {
+			if c.Add {
+				adds++
+			} else {
+				removes++
+			}
+		}
+	}
+	return adds, removes
 }
 
 // Detach removes every member of the cluster's pools of lb and the pools from scale set models
@@ -253,17 +272,20 @@ func (b *ipConfigBackends) Detach(ctx context.Context, clusterName string, lb *a
 		}
 	}
 	edits, _ := membership.Plan(in, true)
-	errs = append(errs, b.apply(ctx, edits))
-	if len(edits) > 0 && b.lbWritten != nil {
+	wrote, err := b.apply(ctx, edits)
+	errs = append(errs, err)
+	if wrote && b.lbWritten != nil {
 		b.lbWritten(str(lb.ID))
 	}
 	return errors.Join(errs...)
 }
 
-// apply writes the edits, at most batch resources at a time.
-func (b *ipConfigBackends) apply(ctx context.Context, edits []membership.Edit) error {
+// apply writes the edits, at most batch resources at a time, and reports whether anything was
+// written. The node caches are dropped once per resource group / scale set afterwards (not per
+// write: a burst of NIC writes must not cause a burst of re-lists).
+func (b *ipConfigBackends) apply(ctx context.Context, edits []membership.Edit) (bool, error) {
 	if len(edits) == 0 {
-		return nil
+		return false, nil
 	}
 	batch := b.batch
 	if batch <= 0 {
@@ -271,31 +293,50 @@ func (b *ipConfigBackends) apply(ctx context.Context, edits []membership.Edit) e
 	}
 	sem := make(chan struct{}, batch)
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		errs      []error
+		nicRGs    = map[string]bool{}
+		scaleSets = map[scaleSetRef]bool{}
 	)
 	for _, e := range edits {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(e membership.Edit) {
 			defer func() { <-sem; wg.Done() }()
-			if err := b.applyOne(ctx, e); err != nil {
-				mu.Lock()
+			wrote, err := b.applyOne(ctx, e)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				errs = append(errs, err)
-				mu.Unlock()
+			}
+			if wrote && e.Kind == membership.KindScaleSetVM {
+				scaleSets[scaleSetRef{strings.ToLower(e.ResourceGroup), strings.ToLower(e.ScaleSet)}] = true
+			} else if wrote {
+				nicRGs[strings.ToLower(e.ResourceGroup)] = true
 			}
 		}(e)
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	for rg := range nicRGs {
+		if b.nicWritten != nil {
+			b.nicWritten(rg)
+		}
+	}
+	for ss := range scaleSets {
+		if b.scaleSetWritten != nil {
+			b.scaleSetWritten(ss.rg, ss.name, false)
+		}
+	}
+	return len(nicRGs)+len(scaleSets) > 0, errors.Join(errs...)
 }
 
-func (b *ipConfigBackends) applyOne(ctx context.Context, e membership.Edit) error {
-	var wrote bool
+// applyOne writes one resource's changes through its writer; wrote reports a change (made by
+// this call's mutation; an identical change already merged by another caller is not counted).
+func (b *ipConfigBackends) applyOne(ctx context.Context, e membership.Edit) (wrote bool, err error) {
 	switch e.Kind {
 	case membership.KindScaleSetVM:
-		_, err := b.vmssVMs.For(e.Owner).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSetVM) (*armcompute.VirtualMachineScaleSetVM, error) {
+		_, err = b.vmssVMs.For(e.Owner).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSetVM) (*armcompute.VirtualMachineScaleSetVM, error) {
 			if cur == nil {
 				// The instance is gone: so are its pool references.
 				return nil, errGone
@@ -304,17 +345,11 @@ func (b *ipConfigBackends) applyOne(ctx context.Context, e membership.Edit) erro
 			wrote = wrote || changed
 			return cur, err
 		})
-		if errors.Is(err, errGone) {
-			return nil
-		}
-		if wrote && b.scaleSetWritten != nil {
-			b.scaleSetWritten(e.ResourceGroup, e.ScaleSet, false)
-		}
-		if err != nil {
-			return fmt.Errorf("scale set VM %s/%s: %w", e.ScaleSet, e.InstanceID, err)
+		if err != nil && !errors.Is(err, errGone) {
+			return wrote, fmt.Errorf("scale set VM %s/%s: %w", e.ScaleSet, e.InstanceID, err)
 		}
 	default:
-		_, err := b.nics.For(e.Owner).Submit(ctx, func(cur *armnetwork.Interface) (*armnetwork.Interface, error) {
+		_, err = b.nics.For(e.Owner).Submit(ctx, func(cur *armnetwork.Interface) (*armnetwork.Interface, error) {
 			if cur == nil {
 				return nil, errGone
 			}
@@ -322,17 +357,11 @@ func (b *ipConfigBackends) applyOne(ctx context.Context, e membership.Edit) erro
 			wrote = wrote || changed
 			return cur, err
 		})
-		if errors.Is(err, errGone) {
-			return nil
-		}
-		if wrote && b.nicWritten != nil {
-			b.nicWritten(e.ResourceGroup)
-		}
-		if err != nil {
-			return fmt.Errorf("network interface %s: %w", lastSegment(e.Owner), err)
+		if err != nil && !errors.Is(err, errGone) {
+			return wrote, fmt.Errorf("network interface %s: %w", lastSegment(e.Owner), err)
 		}
 	}
-	return nil
+	return wrote, nil
 }
 
 // errGone fails a mutation whose resource no longer exists (the writer must not create or
