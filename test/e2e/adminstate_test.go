@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,11 +22,14 @@ import (
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
-// adminStatePool reads the cluster's IPv4 pool of the public load balancer from azsim:
-// address -> admin state ("" when unset).
-func adminStatePool(ctx context.Context, e *framework.Env) (map[string]string, error) {
-	id := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/kubernetes/backendAddressPools/kubernetes",
-		e.Azure.SubscriptionID, e.Azure.ResourceGroup)
+// adminStateLBs are the cluster's load balancers in this test: a public and an internal service.
+var adminStateLBs = []string{"kubernetes", "kubernetes-internal"}
+
+// adminStatePool reads the cluster's IPv4 pool of a load balancer from azsim: address -> admin
+// state ("" when unset).
+func adminStatePool(ctx context.Context, e *framework.Env, lb string) (map[string]string, error) {
+	id := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/%s/backendAddressPools/kubernetes",
+		e.Azure.SubscriptionID, e.Azure.ResourceGroup, lb)
 	doc, err := e.Azsim.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -46,21 +50,23 @@ func adminStatePool(ctx context.Context, e *framework.Env) (map[string]string, e
 // state Down and the others None or unset.
 func adminStateIs(e *framework.Env, machines []framework.Machine, down ...string) framework.Condition {
 	return func(ctx context.Context) (bool, error) {
-		pool, err := adminStatePool(ctx, e)
-		if err != nil {
-			return false, err
-		}
-		if len(pool) != len(machines) {
-			return false, fmt.Errorf("pool %v, want %d entries", pool, len(machines))
-		}
-		for _, m := range machines {
-			st, ok := pool[m.InternalIPs[0]]
-			wantDown := false
-			for _, d := range down {
-				wantDown = wantDown || d == m.NodeName
+		for _, lb := range adminStateLBs {
+			pool, err := adminStatePool(ctx, e, lb)
+			if err != nil {
+				return false, err
 			}
-			if !ok || (st == "Down") != wantDown {
-				return false, fmt.Errorf("pool %v; want Down only for %v", pool, down)
+			if len(pool) != len(machines) {
+				return false, fmt.Errorf("%s pool %v, want %d entries", lb, pool, len(machines))
+			}
+			for _, m := range machines {
+				st, ok := pool[m.InternalIPs[0]]
+				wantDown := false
+				for _, d := range down {
+					wantDown = wantDown || d == m.NodeName
+				}
+				if !ok || (st == "Down") != wantDown {
+					return false, fmt.Errorf("%s pool %v; want Down only for %v", lb, pool, down)
+				}
 			}
 		}
 		return true, nil
@@ -142,8 +148,9 @@ func adminStateNodeEvent(e *framework.Env, node, reason string) framework.Condit
 	}
 }
 
-// TestAdminState: a LoadBalancer service on IP-based (nodeIP) pools; draining nodes' backend
-// entries go admin state Down and come back None (seed 000 part 3).
+// TestAdminState: a public and an internal LoadBalancer service on IP-based (nodeIP) pools;
+// draining nodes' backend entries go admin state Down on both load balancers and come back
+// None (seed 000 part 3).
 func TestAdminState(t *testing.T) {
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
@@ -162,7 +169,13 @@ func TestAdminState(t *testing.T) {
 	if _, err := e.Kube.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	internal := svc.DeepCopy()
+	internal.Name, internal.Annotations = "web-internal", map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}
+	if _, err := e.Kube.CoreV1().Services("default").Create(context.Background(), internal, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	e.WaitFor("service ingress", e.ServiceIngress("default", "web"), 2*time.Minute)
+	e.WaitFor("internal service ingress", e.ServiceIngress("default", "web-internal"), 2*time.Minute)
 	e.WaitFor("pool holds every node, all None", adminStateIs(e, machines), time.Minute)
 	n0, n1, n2 := machines[0].NodeName, machines[1].NodeName, machines[2].NodeName
 
@@ -178,8 +191,8 @@ func TestAdminState(t *testing.T) {
 		// A later taint on another node proves the cordon was seen and ignored.
 		adminStateSetTaints(t, e, n2, addTaint(adminStateOOS))
 		e.WaitFor(n2+" Down", adminStateIs(e, machines, n2), 30*time.Second)
-		if got := adminStatePoolWrites(t, e) - before; got != 1 {
-			t.Errorf("%d pool writes for a cordon and one taint, want 1", got)
+		if got := adminStatePoolWrites(t, e) - before; got != int64(len(adminStateLBs)) {
+			t.Errorf("%d pool writes for a cordon and one taint, want one per load balancer (%d)", got, len(adminStateLBs))
 		}
 		adminStateSetTaints(t, e, n1, dropTaint(corev1.TaintNodeUnschedulable))
 		adminStateSetTaints(t, e, n2, dropTaint(planner.TaintOutOfService))
@@ -327,4 +340,33 @@ func TestAdminState(t *testing.T) {
 			t.Errorf("admin-state pool updates %v -> %v across the deletion and replacement, want none", before, after)
 		}
 	})
+}
+
+// TestAdminStateDisabled: enableLoadBalancerAdminState=false keeps the controller off (it is
+// never built: its metrics are not even registered).
+func TestAdminStateDisabled(t *testing.T) {
+	nodesRequireBinary(t, framework.CCMBinaryName)
+	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP", "enableLoadBalancerAdminState": false}})
+	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
+	e.StartCCM()
+	e.WaitFor("controller reported disabled", func(context.Context) (bool, error) {
+		b, err := os.ReadFile(e.CCMLogPath())
+		return err == nil && strings.Contains(string(b), "enableLoadBalancerAdminState=false"), err
+	}, time.Minute)
+	e.WaitFor("CCM metrics without admin-state series", func(ctx context.Context) (bool, error) {
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", e.CCMPort()))
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("status %d: %v", resp.StatusCode, err)
+		}
+		if strings.Contains(string(body), "loadbalancer_adminstate_") {
+			t.Fatal("admin-state metrics registered although the controller is disabled")
+		}
+		return true, nil
+	}, time.Minute)
 }
