@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -369,4 +370,91 @@ func TestAdminStateDisabled(t *testing.T) {
 		}
 		return true, nil
 	}, time.Minute)
+}
+
+// adminStateNICPool reads a NIC-based pool: its member IP configurations and the admin state
+// of the address entries that reference them (lower-cased IDs).
+func adminStateNICPool(ctx context.Context, e *framework.Env, lb string) (members []string, states map[string]string, err error) {
+	id := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/loadBalancers/%s/backendAddressPools/kubernetes",
+		e.Azure.SubscriptionID, e.Azure.ResourceGroup, lb)
+	doc, err := e.Azsim.Get(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	states = map[string]string{}
+	props, _ := doc["properties"].(map[string]any)
+	cfgs, _ := props["backendIPConfigurations"].([]any)
+	for _, c := range cfgs {
+		if cid, _ := c.(map[string]any)["id"].(string); cid != "" {
+			members = append(members, strings.ToLower(cid))
+		}
+	}
+	addrs, _ := props["loadBalancerBackendAddresses"].([]any)
+	for _, a := range addrs {
+		ap, _ := a.(map[string]any)["properties"].(map[string]any)
+		ref, _ := ap["networkInterfaceIPConfiguration"].(map[string]any)
+		rid, _ := ref["id"].(string)
+		st, _ := ap["adminState"].(string)
+		if rid != "" {
+			states[strings.ToLower(rid)] = st
+		}
+	}
+	return members, states, nil
+}
+
+// adminStateNICIs holds when every machine is a member of the NIC-based pool and exactly the
+// IP configurations of the machines in down carry Down.
+func adminStateNICIs(e *framework.Env, machines []framework.Machine, down ...string) framework.Condition {
+	return func(ctx context.Context) (bool, error) {
+		members, states, err := adminStateNICPool(ctx, e, "kubernetes")
+		if err != nil {
+			return false, err
+		}
+		for _, m := range machines {
+			prefix := strings.ToLower(strings.TrimPrefix(m.ProviderID, "azure://")) + "/networkinterfaces/"
+			var mine []string
+			for _, id := range members {
+				if strings.HasPrefix(id, prefix) {
+					mine = append(mine, id)
+				}
+			}
+			if len(mine) == 0 {
+				return false, fmt.Errorf("%s not a member of the pool yet (%v)", m.NodeName, members)
+			}
+			wantDown := slices.Contains(down, m.NodeName)
+			for _, id := range mine {
+				if (states[id] == "Down") != wantDown {
+					return false, fmt.Errorf("%s: %s admin state %q; want Down only for %v", m.NodeName, id, states[id], down)
+				}
+			}
+		}
+		return true, nil
+	}
+}
+
+// TestAdminStateNICPools: NIC-based (nodeIPConfiguration) pools, whose membership lives on the
+// scale set NICs: admin state is set after creation on address entries referencing the
+// members' IP configurations.
+func TestAdminStateNICPools(t *testing.T) {
+	nodesRequireBinary(t, framework.CCMBinaryName)
+	e := framework.Start(t, framework.Options{})
+	machines := e.Machines
+	e.CreateNodes(framework.NodeOptions{ProviderID: true}, machines...)
+	e.StartCCM()
+	for _, m := range machines {
+		e.WaitFor("node "+m.NodeName+" initialized", e.NodeInitialized(m.NodeName), 2*time.Minute)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
+	if _, err := e.Kube.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor("service ingress", e.ServiceIngress("default", "web"), 2*time.Minute)
+	e.WaitFor("every node a member, none Down", adminStateNICIs(e, machines), 2*time.Minute)
+	n0 := machines[0].NodeName
+	adminStateSetTaints(t, e, n0, addTaint(adminStateOOS))
+	e.WaitFor(n0+" Down", adminStateNICIs(e, machines, n0), 30*time.Second)
+	adminStateSetTaints(t, e, n0, dropTaint(planner.TaintOutOfService))
+	e.WaitFor(n0+" None", adminStateNICIs(e, machines), 30*time.Second)
 }
