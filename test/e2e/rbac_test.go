@@ -19,7 +19,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -350,32 +352,7 @@ func TestRBAC(t *testing.T) {
 	// Every ARM call the CCM made in this test maps to an action of the custom role of
 	// docs/azure-permissions.md (joins, which ARM checks on referenced resources, are not
 	// visible as calls and are covered by the doc's per-feature tables).
-	t.Run("ARM calls are covered by the custom role", func(t *testing.T) {
-		role, err := deploy.LoadRole(filepath.Join(framework.RepoRoot(), "deploy", "azure", "azure-ccm-role.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		stats, err := e.Azsim.Stats(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked := map[string]bool{}
-		for _, c := range stats.Requests {
-			action, needed, err := deploy.ActionFor(c.Method, c.ResourceType)
-			switch {
-			case err != nil:
-				t.Error(err)
-			case needed && !role.Allows(action):
-				t.Errorf("the CCM called %s %s (%d times): the custom role lacks %s", c.Method, c.ResourceType, c.Count, action)
-			case needed:
-				checked[action] = true
-			}
-		}
-		if len(checked) < 5 {
-			t.Errorf("only %d distinct ARM actions seen (%v): azsim counted too little", len(checked), checked)
-		}
-		t.Logf("ARM actions used: %v", checked)
-	})
+	t.Run("ARM calls are covered by the custom role", func(t *testing.T) { rbacCheckRoleCovers(t, e, 10) })
 
 	if out, err := os.ReadFile(e.CCMLogPath()); err != nil {
 		t.Fatal(err)
@@ -409,4 +386,194 @@ func rbacGet(ctx context.Context, hc *http.Client, url, token string) (int, stri
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// rbacWithoutWorkloads drops the Deployments and PodDisruptionBudgets of a rendering: the test
+// runs the binary itself, only the RBAC objects are applied.
+func rbacWithoutWorkloads(t *testing.T, rendered []byte) ([]byte, []string) {
+	t.Helper()
+	var keep [][]byte
+	var args []string
+	for _, doc := range bytes.Split(rendered, []byte("\n---\n")) {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "Deployment":
+			var d appsv1.Deployment
+			if err := yaml.Unmarshal(doc, &d); err != nil {
+				t.Fatal(err)
+			}
+			args = d.Spec.Template.Spec.Containers[0].Args
+		case "PodDisruptionBudget", "":
+		default:
+			keep = append(keep, doc)
+		}
+	}
+	return bytes.Join(keep, []byte("\n---\n")), args
+}
+
+// TestRBACDiskProvisioner runs azure-disk-provisioner with the chart's flags under a token of the
+// chart's ServiceAccount: a claim of a StorageClass served by it is provisioned (a managed disk
+// in azsim, a bound PersistentVolume) and, once deleted, its volume and disk are removed, with
+// leader election on its Lease and no "forbidden" in its log.
+func TestRBACDiskProvisioner(t *testing.T) {
+	bin := nodesRequireBinary(t, "azure-disk-provisioner")
+	if _, err := os.Stat(filepath.Join(framework.ToolsDir(), "helm")); err != nil {
+		// deploy/manifests holds the default rendering only, where the provisioner is off.
+		if framework.InCI() {
+			t.Fatalf("helm missing (hack/verify-deploy.sh installs it): %v", err)
+		}
+		t.Skipf("helm missing (run hack/verify-deploy.sh): %v", err)
+	}
+	e := framework.Start(t, framework.Options{})
+	ctx := context.Background()
+	helm := filepath.Join(framework.ToolsDir(), "helm")
+	out, err := exec.Command(helm, "template", "azure-ccm", filepath.Join(framework.RepoRoot(), "deploy", "chart", "azure-ccm"),
+		"--namespace", rbacNamespace, "--kube-version", framework.PinnedVersions()["KUBERNETES_VERSION"],
+		"--set", "diskProvisioner.enabled=true", "--show-only", "templates/disk-provisioner.yaml").CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	rbac, chartArgs := rbacWithoutWorkloads(t, out)
+	if len(chartArgs) == 0 {
+		t.Fatal("no provisioner Deployment in the rendering")
+	}
+	rbacKubectl(t, e, rbac, "apply", "-f", "-")
+	const sa = "azure-disk-provisioner"
+	kubeconfig := rbacKubeconfig(t, e, sa, rbacToken(t, e, sa))
+
+	// Zoned nodes, as the CCM would have labelled them: the disk's zone comes from them.
+	for _, m := range e.Machines {
+		labels := map[string]string{corev1.LabelTopologyRegion: m.Region}
+		if m.Zone != "" {
+			labels[corev1.LabelTopologyZone] = m.Region + "-" + m.Zone
+		}
+		nodesCreate(t, e, m, "", labels)
+	}
+
+	port, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, a := range chartArgs {
+		if !strings.HasPrefix(a, "--cloud-config=") && !strings.HasPrefix(a, "--metrics-address=") {
+			args = append(args, a)
+		}
+	}
+	args = append(args, "--kubeconfig="+kubeconfig, "--cloud-config="+e.CloudConfigPath,
+		fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
+	logPath := filepath.Join(e.Dir, "logs", "disk-provisioner.log")
+	p, err := framework.StartProcess(framework.ProcessSpec{Name: "disk-provisioner", Path: bin, Args: args,
+		Env: []string{"SSL_CERT_FILE=" + e.Azure.CAFile}, LogPath: logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.Stop(10 * time.Second)
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("provisioner log:\n%s", b)
+		}
+	})
+
+	e.WaitFor("provisioner lease held", func(ctx context.Context) (bool, error) {
+		l, err := e.Kube.CoordinationV1().Leases(rbacNamespace).Get(ctx, "disk.azure-ccm.io", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Errorf("no holder")
+	}, time.Minute)
+
+	immediate := storagev1.VolumeBindingImmediate
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbac-disk"}, Provisioner: "disk.azure-ccm.io",
+		Parameters: map[string]string{"skuname": "StandardSSD_LRS"}, VolumeBindingMode: &immediate}
+	if _, err := e.Kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-claim", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &sc.Name,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("4Gi")}},
+		},
+	}
+	if _, err := e.Kube.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pvName string
+	e.WaitFor("claim bound to a provisioned volume", func(ctx context.Context) (bool, error) {
+		c, err := e.Kube.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pvName = c.Spec.VolumeName
+		return c.Status.Phase == corev1.ClaimBound, fmt.Errorf("claim %s, volume %q", c.Status.Phase, pvName)
+	}, 2*time.Minute)
+	disks, err := e.Azsim.List(ctx, "Microsoft.Compute/disks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(disks) != 1 {
+		t.Fatalf("azsim has %d disks after provisioning, want 1", len(disks))
+	}
+
+	if err := e.Kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer rbacCheckRoleCovers(t, e, 2)
+	e.WaitFor("volume "+pvName+" and its disk deleted", func(ctx context.Context) (bool, error) {
+		if _, err := e.Kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("volume still there (err=%v)", err)
+		}
+		d, err := e.Azsim.List(ctx, "Microsoft.Compute/disks")
+		if err != nil {
+			return false, err
+		}
+		return len(d) == 0, fmt.Errorf("%d disks left", len(d))
+	}, 2*time.Minute)
+
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := rbacForbiddenLines(string(b)); len(lines) > 0 {
+		t.Errorf("the provisioner was denied by RBAC (%d lines), e.g.:\n%s", len(lines), strings.Join(lines[:min(5, len(lines))], "\n"))
+	}
+}
+
+// rbacCheckRoleCovers fails unless every ARM call azsim counted maps to an action of the custom
+// role of docs/azure-permissions.md.
+func rbacCheckRoleCovers(t *testing.T, e *framework.Env, minActions int) {
+	t.Helper()
+	ctx := context.Background()
+	role, err := deploy.LoadRole(filepath.Join(framework.RepoRoot(), "deploy", "azure", "azure-ccm-role.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := e.Azsim.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]bool{}
+	for _, c := range stats.Requests {
+		action, needed, err := deploy.ActionFor(c.Method, c.ResourceType)
+		switch {
+		case err != nil:
+			t.Error(err)
+		case needed && !role.Allows(action):
+			t.Errorf("%s %s was called %d times: the custom role lacks %s", c.Method, c.ResourceType, c.Count, action)
+		case needed:
+			checked[action] = true
+		}
+	}
+	if len(checked) < minActions {
+		t.Errorf("only %d distinct ARM actions seen (%v): azsim counted too little", len(checked), checked)
+	}
+	t.Logf("ARM actions used: %v", checked)
 }
