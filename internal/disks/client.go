@@ -110,7 +110,9 @@ func (c *Client) Delete(ctx context.Context, id DiskID) error {
 	case err == nil || arm.IsNotFound(err):
 		return nil
 	case arm.StatusCode(err) == http.StatusConflict:
-		return fmt.Errorf("disk %s is still attached, deletion refused (retrying): %w", id, err)
+		// OperationNotAllowed is ARM's answer for an attached disk; other conflicts (a
+		// concurrent operation) heal by retrying too.
+		return fmt.Errorf("disk %s: deletion refused, the disk is still attached or busy (retrying): %w", id, err)
 	}
 	return fmt.Errorf("deleting disk %s: %w", id, err)
 }
