@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -73,7 +74,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 				}
 			}
 		}
-		if err := l.ensureSecurity(ctx, s, serviceIPs(lb, s.LBName(), pipAddrs), nodes, true); err != nil {
+		if err := l.ensureSecurity(ctx, c, s, serviceIPs(lb, s.LBName(), pipAddrs), nodes, true); err != nil {
 			return fmt.Errorf("service %s: %w", s.Key(), err)
 		}
 	}
@@ -145,7 +146,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 		return nil, fmt.Errorf("load balancer %s: the service's frontend has no IP address yet", c.LBName(internal))
 	}
 
-	if err := l.ensureSecurity(ctx, s, ips, nodes, true); err != nil {
+	if err := l.ensureSecurity(ctx, c, s, ips, nodes, true); err != nil {
 		return nil, err
 	}
 	// Public IPs the service no longer uses (renamed, switched to internal or to a user PIP).
@@ -158,7 +159,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 }
 
 // ensureSecurity patches (want) or cleans the NSG for the service.
-func (l *LoadBalancer) ensureSecurity(ctx context.Context, s *plan.Service, ips []netip.Addr, nodes []*v1.Node, want bool) error {
+func (l *LoadBalancer) ensureSecurity(ctx context.Context, c *plan.Cluster, s *plan.Service, ips []netip.Addr, nodes []*v1.Node, want bool) error {
 	if l.cfg.SecurityGroupName == "" {
 		return errors.New("azure.json securityGroupName is required for LoadBalancer services")
 	}
@@ -180,6 +181,13 @@ func (l *LoadBalancer) ensureSecurity(ctx context.Context, s *plan.Service, ips 
 			stale = append(stale, a)
 		}
 	}
+	if len(stale) > 0 {
+		inUse, err := l.addressesOfOthers(ctx, c, s)
+		if err != nil {
+			return err
+		}
+		stale = slices.DeleteFunc(stale, func(a netip.Addr) bool { return inUse[a] })
+	}
 	in := plan.SecurityInput{Service: s, Want: want, Destinations: dsts, Stale: stale, RetainPorts: l.retainPorts(s, append(slices.Clone(dsts), stale...))}
 	_, err := l.nsgWriter().Submit(ctx, func(cur *armnetwork.SecurityGroup) (*armnetwork.SecurityGroup, error) {
 		return plan.ApplySecurity(cur, in)
@@ -188,6 +196,48 @@ func (l *LoadBalancer) ensureSecurity(ctx context.Context, s *plan.Service, ips 
 		return fmt.Errorf("network security group %s: %w", l.cfg.SecurityGroupName, err)
 	}
 	return nil
+}
+
+// addressesOfOthers are the frontend addresses other services hold on the cluster's load
+// balancers or show in their status. A deleted internal service's private address goes to the
+// next internal service that asks, so an address from an old status must be left alone once
+// someone else holds it: cleaning it removed the new owner's NSG rules (found by the chaos suite).
+func (l *LoadBalancer) addressesOfOthers(ctx context.Context, c *plan.Cluster, s *plan.Service) (map[netip.Addr]bool, error) {
+	out := map[netip.Addr]bool{}
+	for _, internal := range []bool{false, true} {
+		lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+		}
+		if lb == nil || lb.Properties == nil {
+			continue
+		}
+		for _, fe := range lb.Properties.FrontendIPConfigurations {
+			if fe.Properties == nil || naming.OwnedByService(s.LBName(), str(fe.Name)) {
+				continue
+			}
+			if a, ok := addrOf(fe.Properties.PrivateIPAddress); ok {
+				out[a] = true
+			}
+		}
+	}
+	if l.opts.Services != nil {
+		svcs, err := l.opts.Services.List(labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("listing services: %w", err)
+		}
+		for _, other := range svcs {
+			if other.UID == s.Svc.UID {
+				continue
+			}
+			for _, ing := range other.Status.LoadBalancer.Ingress {
+				if a, ok := addrOf(&ing.IP); ok {
+					out[a] = true
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // removeFromLB takes the service off one load balancer, deleting the load balancer when nothing
@@ -315,7 +365,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterNam
 		ips = append(ips, serviceIPs(lb, svcName, pipAddrs)...)
 	}
 	if l.cfg.SecurityGroupName != "" {
-		if err := l.ensureSecurity(ctx, s, ips, nil, false); err != nil {
+		if err := l.ensureSecurity(ctx, c, s, ips, nil, false); err != nil {
 			return err
 		}
 	}

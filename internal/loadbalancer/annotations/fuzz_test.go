@@ -22,7 +22,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value string, port int32, proto string) {
 		svc := &v1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "u", Annotations: map[string]string{key: value}},
-			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: port, Protocol: v1.Protocol(proto)}}},
+			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: port, Protocol: v1.Protocol(proto)}}},
 		}
 		o, err := Parse(svc)
 		if err == nil {
