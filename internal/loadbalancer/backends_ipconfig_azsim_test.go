@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -512,4 +513,105 @@ func TestNodeIPConfigurationShutdownAndScaleOut(t *testing.T) {
 			t.Fatalf("after scaling out %s: %d pool members, want %d (new VM from the model)", name, refs, 8+i)
 		}
 	}
+}
+
+// TestNodeIPConfigurationOutOfBandChange: a NIC and an instance changed by someone else after
+// the writers cached them are written with a stale If-Match, get 412, are re-read and the pool
+// change is re-applied on top of the other change.
+func TestNodeIPConfigurationOutOfBandChange(t *testing.T) {
+	e := newIPCEnv(t, ipcTopology(false), "")
+	ctx := ctxT(t)
+	all := e.machineNodes()
+	svc := service("ffffffff-0000-0000-0000-00000000000b", "web", nil)
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, all); err != nil {
+		t.Fatal(err)
+	}
+	var asNode, uni *v1.Node
+	for _, n := range all {
+		if strings.HasPrefix(n.Name, "as") {
+			asNode = n
+		}
+	}
+	uni = nodeOfKind(all, "/virtualmachinescalesets/pool/")
+	asm := e.machine(asNode.Name)
+	unim := e.machine(uni.Name)
+
+	// Someone tags the availability-set VM's NIC and the Uniform instance.
+	nics := e.clients.NodeNetwork.NewInterfacesClient()
+	nicName := ""
+	for p := nics.NewListPager(testRG, nil); p.More() && nicName == ""; {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range page.Value {
+			if n.Properties.VirtualMachine != nil && strings.EqualFold(*n.Properties.VirtualMachine.ID, asm.ResourceID) {
+				nicName = *n.Name
+			}
+		}
+	}
+	nic, err := nics.Get(ctx, testRG, nicName, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nic.Tags = map[string]*string{"owner": to.Ptr("someone-else")}
+	for _, c := range nic.Properties.IPConfigurations {
+		c.Properties.Subnet = &armnetwork.Subnet{ID: c.Properties.Subnet.ID}
+	}
+	np, err := nics.BeginCreateOrUpdate(ctx, testRG, nicName, nic.Interface, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := np.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	vms := e.clients.Compute.NewVirtualMachineScaleSetVMsClient()
+	vm, err := vms.Get(ctx, testRG, "pool", unim.InstanceID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vp, err := vms.BeginUpdate(ctx, testRG, "pool", unim.InstanceID, armcompute.VirtualMachineScaleSetVM{Location: vm.Location,
+		Tags: map[string]*string{"owner": to.Ptr("someone-else")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vp.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Exclude both: the cached models are stale, the writes must conflict and be re-applied.
+	before := e.sim.Middleware().Stats()
+	asNode.Labels[LabelExcludeFromLB] = "true"
+	uni.Labels[LabelExcludeFromLB] = "true"
+	if err := e.lb.UpdateLoadBalancer(ctx, testCluster, svc, all); err != nil {
+		t.Fatal(err)
+	}
+	after := e.sim.Middleware().Stats()
+	conflicts := after.Sum("PUT", "Microsoft.Network/networkInterfaces", 412) - before.Sum("PUT", "Microsoft.Network/networkInterfaces", 412) +
+		after.Sum("PUT", "Microsoft.Compute/virtualMachineScaleSets/virtualMachines", 412) -
+		before.Sum("PUT", "Microsoft.Compute/virtualMachineScaleSets/virtualMachines", 412)
+	// Both writers hold a cached model (cache TTL 120 s): each PUT carries the stale ETag.
+	if conflicts != 2 {
+		t.Fatalf("%d conflicting PUTs, want 2 (If-Match with the cached ETags)", conflicts)
+	}
+	if got, _ := e.poolMachines(t, ctx, testCluster); fmt.Sprint(got) != fmt.Sprint(nodeNames(all, asNode.Name, uni.Name)) {
+		t.Fatalf("after exclude: %v", got)
+	}
+	nic, err = nics.Get(ctx, testRG, nicName, nil)
+	if err != nil || nic.Tags["owner"] == nil {
+		t.Fatalf("the other writer's NIC tag was lost: %v %v", err, nic.Tags)
+	}
+	vm, err = vms.Get(ctx, testRG, "pool", unim.InstanceID, nil)
+	if err != nil || vm.Tags["owner"] == nil {
+		t.Fatalf("the other writer's instance tag was lost: %v %v", err, vm.Tags)
+	}
+}
+
+func (e *ipcEnv) machine(nodeName string) topology.Machine {
+	for _, m := range e.res.Machines {
+		if m.NodeName == nodeName {
+			return m
+		}
+	}
+	return topology.Machine{}
 }
