@@ -426,10 +426,16 @@ func TestServiceUpdateKeepsDown(t *testing.T) {
 	if _, err := e.lb.EnsureLoadBalancer(ctxT(t), testCluster, svc, e.nodes[:2]); err != nil {
 		t.Fatal(err)
 	}
+	if st, err := e.states(ctxT(t)); err != nil || len(st["kubernetes/kubernetes"]) != 2 {
+		t.Fatalf("node 2 not removed: %v %v", st, err)
+	}
 	if _, err := e.lb.EnsureLoadBalancer(ctxT(t), testCluster, svc, e.nodes); err != nil {
 		t.Fatal(err)
 	}
-	// The re-added entry of node 2 (public LB) is healed back to Down.
-	e.ctrl.resync(ctxT(t))
+	// The re-added entry of node 2 (public LB) was written Down at once: the membership
+	// write runs the controller's pool hook. No resync needed.
+	if st, err := e.states(ctxT(t)); err != nil || st["kubernetes/kubernetes"]["10.240.0.12"] != "Down" || st["kubernetes/kubernetes-IPv6"]["fd00::12"] != "Down" {
+		t.Fatalf("after the membership rewrite: %v %v", st, err)
+	}
 	e.waitStates(2)
 }
