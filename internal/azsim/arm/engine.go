@@ -55,11 +55,16 @@ type Engine struct {
 	derivers   []DeriveFunc
 	routes     []route
 
-	res   map[string]*resource // lower-cased ID → resource
-	ipam  *ipam
-	ops   map[string]*operation
-	opSeq []string // operation IDs in creation order (pruning)
-	fails []failRule
+	res map[string]*resource // lower-cased ID → resource
+	// byType indexes res by lower-cased type; sortedKeys caches each type's
+	// keys in order (dropped when a resource of the type is added or removed),
+	// so that lists and derivers do not scan and sort every resource.
+	byType     map[string]map[string]*resource
+	sortedKeys map[string][]string
+	ipam       *ipam
+	ops        map[string]*operation
+	opSeq      []string // operation IDs in creation order (pruning)
+	fails      []failRule
 }
 
 type route struct {
@@ -92,6 +97,8 @@ func NewEngine(cfg Config) *Engine {
 		namespaces: map[string]bool{},
 		childrenOf: map[string][]*TypeSpec{},
 		res:        map[string]*resource{},
+		byType:     map[string]map[string]*resource{},
+		sortedKeys: map[string][]string{},
 		ipam:       newIPAM(),
 		ops:        map[string]*operation{},
 	}
@@ -280,6 +287,7 @@ func (e *Engine) Restore(b []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.res, e.ipam = res, s.IPAM
+	e.reindex()
 	e.ops, e.opSeq = map[string]*operation{}, nil
 	return nil
 }
@@ -289,6 +297,7 @@ func (e *Engine) Reset() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.res = map[string]*resource{}
+	e.reindex()
 	e.ipam = newIPAM()
 	e.ops, e.opSeq, e.fails = map[string]*operation{}, nil, nil
 }

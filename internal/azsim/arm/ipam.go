@@ -14,18 +14,97 @@ import (
 type ipam struct {
 	// spaces: space name -> address -> owner key
 	Spaces map[string]map[string]string `json:"spaces"`
+	// owners: owner key -> its addresses (the reverse of Spaces, rebuilt
+	// lazily after a restore) so that per-owner lookups are O(1), not a scan
+	// of every address of a space.
+	owners map[string][]slot
 }
+
+type slot struct{ space, addr string }
 
 func newIPAM() *ipam { return &ipam{Spaces: map[string]map[string]string{}} }
 
-func (p *ipam) releaseUnder(ownerKey string) {
-	for _, sp := range p.Spaces {
+// index builds the owner index if needed (after a restore).
+func (p *ipam) index() {
+	if p.owners != nil {
+		return
+	}
+	p.owners = map[string][]slot{}
+	for space, sp := range p.Spaces {
 		for a, o := range sp {
-			if o == ownerKey || strings.HasPrefix(o, ownerKey+"/") {
-				delete(sp, a)
-			}
+			p.owners[o] = append(p.owners[o], slot{space, a})
 		}
 	}
+}
+
+func (p *ipam) set(space, addr, owner string) {
+	p.index()
+	sp := p.Spaces[space]
+	if sp == nil {
+		sp = map[string]string{}
+		p.Spaces[space] = sp
+	}
+	if cur, held := sp[addr]; held {
+		if cur == owner {
+			return
+		}
+		p.unlink(cur, space, addr)
+	}
+	sp[addr] = owner
+	p.owners[owner] = append(p.owners[owner], slot{space, addr})
+}
+
+func (p *ipam) del(space, addr string) {
+	p.index()
+	if o, held := p.Spaces[space][addr]; held {
+		delete(p.Spaces[space], addr)
+		p.unlink(o, space, addr)
+	}
+}
+
+func (p *ipam) unlink(owner, space, addr string) {
+	ss := p.owners[owner]
+	for i, s := range ss {
+		if s.space == space && s.addr == addr {
+			ss = append(ss[:i:i], ss[i+1:]...)
+			break
+		}
+	}
+	if len(ss) == 0 {
+		delete(p.owners, owner)
+	} else {
+		p.owners[owner] = ss
+	}
+}
+
+// held returns the addresses owner holds in space.
+func (p *ipam) held(space, owner string) []string {
+	p.index()
+	var out []string
+	for _, s := range p.owners[owner] {
+		if s.space == space {
+			out = append(out, s.addr)
+		}
+	}
+	return out
+}
+
+// dropOwners releases everything held by owners for which match is true.
+func (p *ipam) dropOwners(match func(owner string) bool) {
+	p.index()
+	for o, ss := range p.owners {
+		if !match(o) {
+			continue
+		}
+		for _, s := range ss {
+			delete(p.Spaces[s.space], s.addr)
+		}
+		delete(p.owners, o)
+	}
+}
+
+func (p *ipam) releaseUnder(ownerKey string) {
+	p.dropOwners(func(o string) bool { return o == ownerKey || strings.HasPrefix(o, ownerKey+"/") })
 }
 
 // IPRange is an address range an allocation can draw from.
@@ -44,11 +123,8 @@ type IPRange struct {
 // re-PUTs keep their dynamic IPs).
 func (tx *Tx) ReserveIP(space string, ranges []IPRange, owner, want string) (string, error) {
 	p := tx.e.ipam
+	p.index()
 	sp := p.Spaces[space]
-	if sp == nil {
-		sp = map[string]string{}
-		p.Spaces[space] = sp
-	}
 	ok := KeyOf(owner)
 	inRanges := func(a netip.Addr) bool {
 		for _, r := range ranges {
@@ -70,25 +146,23 @@ func (tx *Tx) ReserveIP(space string, ranges []IPRange, owner, want string) (str
 			return "", BadRequest("PrivateIPAddressInUse", "IP configuration %s is using the private IP address %s which is already allocated to resource %s.", owner, want, cur)
 		}
 		// Drop any other address this owner held in the space.
-		for addr, o := range sp {
-			if o == ok && addr != a.String() {
-				delete(sp, addr)
+		for _, addr := range p.held(space, ok) {
+			if addr != a.String() {
+				p.del(space, addr)
 			}
 		}
-		sp[a.String()] = ok
+		p.set(space, a.String(), ok)
 		return a.String(), nil
 	}
-	for addr, o := range sp {
-		if o == ok {
-			if a, err := netip.ParseAddr(addr); err == nil && inRanges(a) {
-				return addr, nil
-			}
-			delete(sp, addr)
+	for _, addr := range p.held(space, ok) {
+		if a, err := netip.ParseAddr(addr); err == nil && inRanges(a) {
+			return addr, nil
 		}
+		p.del(space, addr)
 	}
 	for _, r := range ranges {
-		if a, found := firstFree(r, sp); found {
-			sp[a.String()] = ok
+		if a, found := firstFree(r, p.Spaces[space]); found {
+			p.set(space, a.String(), ok)
 			return a.String(), nil
 		}
 	}
@@ -97,11 +171,9 @@ func (tx *Tx) ReserveIP(space string, ranges []IPRange, owner, want string) (str
 
 // ReleaseIP frees whatever the owner (exact key) holds in a space.
 func (tx *Tx) ReleaseIP(space, owner string) {
-	ok := KeyOf(owner)
-	for addr, o := range tx.e.ipam.Spaces[space] {
-		if o == ok {
-			delete(tx.e.ipam.Spaces[space], addr)
-		}
+	p := tx.e.ipam
+	for _, addr := range p.held(space, KeyOf(owner)) {
+		p.del(space, addr)
 	}
 }
 
@@ -114,13 +186,15 @@ func (tx *Tx) ReleaseIPsExcept(ownerPrefix string, keep []string) {
 	for _, k := range keep {
 		km[KeyOf(k)] = true
 	}
-	for _, sp := range tx.e.ipam.Spaces {
-		for addr, o := range sp {
-			if (o == pk || strings.HasPrefix(o, pk+"/")) && !km[o] {
-				delete(sp, addr)
-			}
-		}
+	tx.e.ipam.dropOwners(func(o string) bool { return (o == pk || strings.HasPrefix(o, pk+"/")) && !km[o] })
+}
+
+// HeldIP returns an address owner holds in a space (O(1); no allocation).
+func (tx *Tx) HeldIP(space, owner string) (string, bool) {
+	if a := tx.e.ipam.held(space, KeyOf(owner)); len(a) > 0 {
+		return a[0], true
 	}
+	return "", false
 }
 
 // IPOwner returns the owner key of an address in a space.
@@ -201,15 +275,10 @@ func ParseRange(cidr string, skipLow, skipHigh int) (IPRange, error) {
 // Reserve records addr in space for owner without range checks (block
 // reservations such as public IP prefixes). It fails if another owner holds it.
 func (tx *Tx) Reserve(space, addr, owner string) error {
-	sp := tx.e.ipam.Spaces[space]
-	if sp == nil {
-		sp = map[string]string{}
-		tx.e.ipam.Spaces[space] = sp
-	}
 	ok := KeyOf(owner)
-	if cur, held := sp[addr]; held && cur != ok {
+	if cur, held := tx.e.ipam.Spaces[space][addr]; held && cur != ok {
 		return BadRequest("IPAddressInUse", "Address %s is already allocated to %s.", addr, cur)
 	}
-	sp[addr] = ok
+	tx.e.ipam.set(space, addr, ok)
 	return nil
 }

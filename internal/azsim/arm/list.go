@@ -46,9 +46,12 @@ func (e *Engine) serveList(tx *Tx, w http.ResponseWriter, r *http.Request, spec 
 			items = append(items, res.Doc)
 		}
 	}
-	sort.SliceStable(items, func(i, j int) bool {
-		return strings.ToLower(Str(items[i], "id")) < strings.ToLower(Str(items[j], "id"))
-	})
+	// Stored resources come sorted by key (the lower-cased ID) from the type index.
+	if spec.VirtualList != nil || spec.ChildField != "" {
+		sort.SliceStable(items, func(i, j int) bool {
+			return strings.ToLower(Str(items[i], "id")) < strings.ToLower(Str(items[j], "id"))
+		})
+	}
 	// $skipToken is the lower-cased ID of the last item of the previous page,
 	// so pages stay correct when items are added or removed between calls.
 	start := 0

@@ -141,7 +141,7 @@ func (tx *Tx) Create(id string, doc map[string]any) error {
 	doc["id"], doc["name"], doc["type"] = cid.String(), cid.Name(), spec.Type
 	setProvisioningState(doc, "Succeeded")
 	r := newResource(cid, spec, doc)
-	tx.e.res[r.key] = r
+	tx.e.putRes(r)
 	tx.e.finish(r)
 	tx.changed[cid.Key()] = true
 	return nil
@@ -217,18 +217,82 @@ func setProvisioningState(doc map[string]any, state string) {
 func (e *Engine) sorted(fullType, scope string) []*resource {
 	t := strings.ToLower(fullType)
 	sc := strings.ToLower(strings.TrimRight(scope, "/"))
+	in := func(k string) bool { return sc == "" || k == sc || strings.HasPrefix(k, sc+"/") }
 	var out []*resource
-	for k, r := range e.res {
-		if t != "" && r.typ != t {
-			continue
+	if t == "" {
+		for k, r := range e.res {
+			if in(k) {
+				out = append(out, r)
+			}
 		}
-		if sc != "" && k != sc && !strings.HasPrefix(k, sc+"/") {
-			continue
-		}
-		out = append(out, r)
+		sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+		return out
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	of := e.byType[t]
+	keys, ok := e.sortedKeys[t]
+	if !ok {
+		keys = make([]string, 0, len(of))
+		for k := range of {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		e.sortedKeys[t] = keys
+	}
+	// Keys sort by scope first: jump to the scope's range.
+	start := 0
+	if sc != "" {
+		start = sort.SearchStrings(keys, sc)
+	}
+	for _, k := range keys[start:] {
+		if !in(k) {
+			if sc != "" && !strings.HasPrefix(k, sc) {
+				break
+			}
+			continue
+		}
+		out = append(out, of[k])
+	}
 	return out
+}
+
+// putRes stores (or replaces) a resource and keeps the type index.
+func (e *Engine) putRes(r *resource) {
+	if old := e.res[r.key]; old == nil || old.typ != r.typ {
+		if old != nil {
+			e.delRes(old.key)
+		}
+		delete(e.sortedKeys, r.typ)
+	}
+	e.res[r.key] = r
+	m := e.byType[r.typ]
+	if m == nil {
+		m = map[string]*resource{}
+		e.byType[r.typ] = m
+	}
+	m[r.key] = r
+}
+
+func (e *Engine) delRes(key string) {
+	r := e.res[key]
+	if r == nil {
+		return
+	}
+	delete(e.res, key)
+	delete(e.byType[r.typ], key)
+	delete(e.sortedKeys, r.typ)
+}
+
+// reindex rebuilds the type index from res (after Restore / Reset).
+func (e *Engine) reindex() {
+	e.byType, e.sortedKeys = map[string]map[string]*resource{}, map[string][]string{}
+	for _, r := range e.res {
+		m := e.byType[r.typ]
+		if m == nil {
+			m = map[string]*resource{}
+			e.byType[r.typ] = m
+		}
+		m[r.key] = r
+	}
 }
 
 // remove deletes a resource (and, for resource groups, everything inside),
@@ -243,7 +307,7 @@ func (e *Engine) remove(tx *Tx, r *resource) {
 			}
 		}
 	}
-	delete(e.res, key)
+	e.delRes(key)
 	e.ipam.releaseUnder(key)
 	tx.changed[key] = true
 	if r.Spec.AfterDelete != nil {

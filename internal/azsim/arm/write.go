@@ -147,7 +147,7 @@ func (e *Engine) write(tx *Tx, w http.ResponseWriter, r *http.Request, spec *Typ
 	if old != nil {
 		res.Counter = old.Counter
 	}
-	e.res[res.key] = res
+	e.putRes(res)
 	tx.changed[res.key] = true
 
 	style := spec.PutLRO

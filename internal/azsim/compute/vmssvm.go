@@ -155,8 +155,10 @@ func (h *handler) scaleSetIPConfigs(tx *arm.Tx) []network.IPConfiguration {
 					PoolIDs:  arm.RefIDs(p, "loadBalancerBackendAddressPools"),
 				}
 				if c.SubnetID != "" {
-					version := arm.Str(p, "privateIPAddressVersion")
-					if ip, err := network.AllocatePrivateIPVersion(tx, c.SubnetID, id, "", version); err == nil {
+					// Instance writes reserve the address; this runs after every write.
+					if ip, ok := network.PrivateIPOf(tx, c.SubnetID, id); ok {
+						c.PrivateIP = ip
+					} else if ip, err := network.AllocatePrivateIPVersion(tx, c.SubnetID, id, "", arm.Str(p, "privateIPAddressVersion")); err == nil {
 						c.PrivateIP = ip
 					}
 				}

@@ -75,25 +75,53 @@ func AllIPConfigurations(tx *arm.Tx) []IPConfiguration {
 }
 
 // index maps lower-cased target IDs to sorted, de-duplicated referrer IDs.
-type index map[string][]string
+type index map[string]*refList
+
+type refList struct {
+	ids, low []string
+	sorted   bool
+}
+
+func (l *refList) Len() int           { return len(l.ids) }
+func (l *refList) Less(i, j int) bool { return l.low[i] < l.low[j] }
+func (l *refList) Swap(i, j int) {
+	l.ids[i], l.ids[j] = l.ids[j], l.ids[i]
+	l.low[i], l.low[j] = l.low[j], l.low[i]
+}
 
 func (ix index) add(target, referrer string) {
 	if target == "" || referrer == "" {
 		return
 	}
-	ix[arm.KeyOf(target)] = append(ix[arm.KeyOf(target)], referrer)
+	k := arm.KeyOf(target)
+	l := ix[k]
+	if l == nil {
+		l = &refList{}
+		ix[k] = l
+	}
+	l.ids = append(l.ids, referrer)
+	l.low = append(l.low, strings.ToLower(referrer))
+	l.sorted = false
 }
 
+// get returns the referrers of target, sorted case-insensitively and
+// de-duplicated (computed once per target and cached).
 func (ix index) get(target string) []string {
-	ids := ix[arm.KeyOf(target)]
-	sort.Slice(ids, func(i, j int) bool { return strings.ToLower(ids[i]) < strings.ToLower(ids[j]) })
-	out := ids[:0:0]
-	for i, id := range ids {
-		if i == 0 || !strings.EqualFold(id, ids[i-1]) {
-			out = append(out, id)
-		}
+	l := ix[arm.KeyOf(target)]
+	if l == nil {
+		return nil
 	}
-	return out
+	if !l.sorted {
+		sort.Stable(l)
+		ids, low := l.ids[:0], l.low[:0]
+		for i := range l.ids {
+			if i == 0 || l.low[i] != low[len(low)-1] {
+				ids, low = append(ids, l.ids[i]), append(low, l.low[i])
+			}
+		}
+		l.ids, l.low, l.sorted = ids, low, true
+	}
+	return l.ids
 }
 
 // derive recomputes every cross-resource read-only field. It is the single
@@ -201,7 +229,8 @@ func derive(tx *arm.Tx, changed []string) {
 	for _, lb := range tx.List(ns+"loadBalancers", "") {
 		differs := false
 		for _, pool := range childItems(lb, "backendAddressPools") {
-			differs = differs || !sameRefs(arm.Props(pool), "backendIPConfigurations", poolIPC.get(arm.Str(pool, "id")))
+			members := poolIPC.get(arm.Str(pool, "id"))
+			differs = differs || !sameRefs(arm.Props(pool), "backendIPConfigurations", members) || pruneNICEntries(pool, members, false)
 		}
 		for _, r := range childItems(lb, "inboundNatRules") {
 			differs = differs || arm.Str(r, "properties", "backendIPConfiguration", "id") != first(natRuleIPC.get(arm.Str(r, "id")))
@@ -211,13 +240,50 @@ func derive(tx *arm.Tx, changed []string) {
 		}
 		tx.Modify(arm.Str(lb, "id"), func(doc map[string]any) {
 			for _, pool := range childItems(doc, "backendAddressPools") {
-				setRefs(arm.Props(pool), "backendIPConfigurations", poolIPC.get(arm.Str(pool, "id")))
+				members := poolIPC.get(arm.Str(pool, "id"))
+				setRefs(arm.Props(pool), "backendIPConfigurations", members)
+				pruneNICEntries(pool, members, true)
 			}
 			for _, r := range childItems(doc, "inboundNatRules") {
 				setRef(arm.Props(r), "backendIPConfiguration", first(natRuleIPC.get(arm.Str(r, "id"))))
 			}
 		})
 	}
+}
+
+// pruneNICEntries reports whether a pool has NIC-based address entries (admin
+// state holders) whose ip configuration left the pool, and with drop removes
+// them: the entry lives only as long as the membership the NIC owns.
+func pruneNICEntries(pool map[string]any, members []string, drop bool) bool {
+	pp := arm.Props(pool)
+	addrs, _ := pp["loadBalancerBackendAddresses"].([]any)
+	nicEntries := false
+	for _, a := range addrs {
+		am, _ := a.(map[string]any)
+		nicEntries = nicEntries || arm.Str(am, "properties", "networkInterfaceIPConfiguration", "id") != ""
+	}
+	if !nicEntries {
+		return false
+	}
+	in := map[string]bool{}
+	for _, m := range members {
+		in[arm.KeyOf(m)] = true
+	}
+	kept := make([]any, 0, len(addrs))
+	for _, a := range addrs {
+		am, _ := a.(map[string]any)
+		if ipc := arm.Str(am, "properties", "networkInterfaceIPConfiguration", "id"); ipc != "" && !in[arm.KeyOf(ipc)] {
+			continue
+		}
+		kept = append(kept, a)
+	}
+	if len(kept) == len(addrs) {
+		return false
+	}
+	if drop {
+		pp["loadBalancerBackendAddresses"] = kept
+	}
+	return true
 }
 
 func first(ids []string) string {

@@ -182,7 +182,11 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 				pp["backendIPConfigurations"] = v
 			}
 		}
-		nicBased := len(arm.RefIDs(pp, "backendIPConfigurations")) > 0
+		members := map[string]bool{}
+		for _, m := range arm.RefIDs(pp, "backendIPConfigurations") {
+			members[arm.KeyOf(m)] = true
+		}
+		nicBased := len(members) > 0
 		addrs := arm.Arr(pp, "loadBalancerBackendAddresses")
 		if len(addrs) > lim.poolSize {
 			return arm.BadRequest("LoadBalancerBackendPoolSizeLimitReached", "Backend pool %s has %d addresses, more than the limit of %d.", pid, len(addrs), lim.poolSize)
@@ -191,9 +195,22 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		for _, a := range addrs {
 			ap := arm.Props(a)
 			ip := arm.Str(ap, "ipAddress")
-			if ip != "" && nicBased {
+			if ip != "" && (nicBased || refID(ap, "networkInterfaceIPConfiguration") != "") {
 				return arm.BadRequest("LoadBalancerBackendAddressPoolCannotMixNicAndIpBasedMembers",
 					"Backend address pool %s contains network interface ip configurations and cannot also contain IP addresses.", pid)
+			}
+			// NIC-based entries only carry admin state for existing members:
+			// membership itself changes on the NIC (or scale set), never on
+			// the pool, and admin state cannot be set while creating the pool.
+			if ipc := refID(ap, "networkInterfaceIPConfiguration"); ipc != "" {
+				if oldPool == nil {
+					return arm.BadRequest("AdminStateNotSupportedOnNicBasedBackendPoolCreation",
+						"Admin state can't be configured during the creation of NIC-based backend address pool %s; set it once the network interfaces reference the pool.", pid)
+				}
+				if !members[arm.KeyOf(ipc)] {
+					return arm.BadRequest("NicBasedBackendAddressPoolMemberMustBeAddedOnNetworkInterface",
+						"Backend address %s of pool %s references IP configuration %s, which is not a member of the pool. Backend pools configured via network interface cannot be updated as part of an operation on the backend pool; add or remove members on the network interface.", arm.Str(a, "name"), pid, ipc)
+				}
 			}
 			if ip != "" {
 				if seenAddr[ip] {
@@ -410,16 +427,21 @@ func checkRulesPerNICWith(tx *arm.Tx, lbID string, lbDoc map[string]any, overrid
 		count(lbDoc)
 	}
 	perNIC := map[string]int{}
-	for _, c := range AllIPConfigurations(tx) {
-		pools := c.PoolIDs
-		if o, ok := override[arm.KeyOf(c.ID)]; ok {
-			pools = o
-			delete(override, arm.KeyOf(c.ID))
-		}
-		for _, p := range pools {
-			perNIC[nicOf(c.ID)] += poolRules[arm.KeyOf(p)]
+	if lbDoc != nil {
+		// A load balancer write can push any NIC over the limit.
+		for _, c := range AllIPConfigurations(tx) {
+			pools := c.PoolIDs
+			if o, ok := override[arm.KeyOf(c.ID)]; ok {
+				pools = o
+				delete(override, arm.KeyOf(c.ID))
+			}
+			for _, p := range pools {
+				perNIC[nicOf(c.ID)] += poolRules[arm.KeyOf(p)]
+			}
 		}
 	}
+	// A NIC (or scale set instance) write only changes its own count; the
+	// override holds all of its ip configurations.
 	for id, pools := range override {
 		for _, p := range pools {
 			perNIC[nicOf(id)] += poolRules[arm.KeyOf(p)]

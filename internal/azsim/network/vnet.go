@@ -223,6 +223,12 @@ func AllocatePrivateIPVersion(tx *arm.Tx, subnetID, owner, want, version string)
 	return ip, nil
 }
 
+// PrivateIPOf returns the address owner holds in a subnet, if any, without
+// allocating (cheap; for read paths such as derived views).
+func PrivateIPOf(tx *arm.Tx, subnetID, owner string) (string, bool) {
+	return tx.HeldIP(subnetSpace(subnetID), owner)
+}
+
 // ReleasePrivateIP frees the address an owner holds in a subnet.
 func ReleasePrivateIP(tx *arm.Tx, subnetID, owner string) { tx.ReleaseIP(subnetSpace(subnetID), owner) }
 
