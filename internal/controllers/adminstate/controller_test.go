@@ -10,6 +10,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -38,6 +40,7 @@ type testEnv struct {
 	t        *testing.T
 	srv      *server.Server
 	pools    *armnetwork.LoadBalancerBackendAddressPoolsClient
+	lbs      *armnetwork.LoadBalancersClient
 	lb       *loadbalancer.LoadBalancer
 	kube     *fake.Clientset
 	ctrl     *Controller
@@ -66,6 +69,11 @@ func testNode(i int) *v1.Node {
 // newTestEnv starts azsim in-process, creates a dual-stack public and an internal service on
 // nodeIP pools (so there are four cluster pools), and starts the controller.
 func newTestEnv(t *testing.T, n int, o Options) *testEnv {
+	t.Helper()
+	return newTestEnvWith(t, n, o, nil)
+}
+
+func newTestEnvWith(t *testing.T, n int, o Options, edit func(*config.Config)) *testEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Start(ctx, server.Options{})
@@ -99,11 +107,14 @@ func newTestEnv(t *testing.T, n int, o Options) *testEnv {
 	cfg := &config.Config{SubscriptionID: topology.DefaultSubscriptionID, ResourceGroup: testRG, Location: "eastus",
 		VnetName: "vnet", SubnetName: "subnet", SecurityGroupName: "nsg", LoadBalancerSKU: config.LoadBalancerSKUStandard,
 		LoadBalancerBackendPoolConfigurationType: config.BackendPoolNodeIP}
+	if edit != nil {
+		edit(cfg)
+	}
 	lb, err := loadbalancer.New(loadbalancer.Options{Config: cfg, Network: f, PollFrequency: 20 * time.Millisecond, Zones: []string{"1", "2", "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &testEnv{t: t, srv: srv, pools: f.NewLoadBalancerBackendAddressPoolsClient(), lb: lb, updates: map[string]int{}}
+	e := &testEnv{t: t, srv: srv, pools: f.NewLoadBalancerBackendAddressPoolsClient(), lbs: f.NewLoadBalancersClient(), lb: lb, updates: map[string]int{}}
 	var objs []runtime.Object
 	for i := 0; i < n; i++ {
 		nd := testNode(i)
@@ -438,4 +449,48 @@ func TestServiceUpdateKeepsDown(t *testing.T) {
 		t.Fatalf("after the membership rewrite: %v %v", st, err)
 	}
 	e.waitStates(2)
+}
+
+// A multiple-standard-load-balancer cluster: the pools of every configured load balancer are
+// updated, including one the services of this test never used.
+func TestMultipleStandardLoadBalancers(t *testing.T) {
+	e := newTestEnvWith(t, 2, Options{}, func(c *config.Config) {
+		c.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{{Name: "kubernetes"}, {Name: "lb2"}}
+	})
+	vnet := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/vnet", topology.DefaultSubscriptionID, testRG)
+	pool := &armnetwork.BackendAddressPool{Name: to.Ptr(testCluster), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(vnet)}}}
+	for _, n := range e.nodes {
+		pool.Properties.LoadBalancerBackendAddresses = append(pool.Properties.LoadBalancerBackendAddresses, &armnetwork.LoadBalancerBackendAddress{
+			Name: to.Ptr(n.Name), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr(n.Status.Addresses[0].Address)}})
+	}
+	poller, err := e.lbs.BeginCreateOrUpdate(ctxT(t), testRG, "lb2", armnetwork.LoadBalancer{Location: to.Ptr("eastus"),
+		SKU:        &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
+		Properties: &armnetwork.LoadBalancerPropertiesFormat{BackendAddressPools: []*armnetwork.BackendAddressPool{pool}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := poller.PollUntilDone(ctxT(t), &azruntime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	lb2 := func() map[string]string {
+		resp, err := e.pools.Get(ctxT(t), testRG, "lb2", testCluster, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, a := range resp.Properties.LoadBalancerBackendAddresses {
+			s := ""
+			if a.Properties.AdminState != nil {
+				s = string(*a.Properties.AdminState)
+			}
+			out[*a.Properties.IPAddress] = s
+		}
+		return out
+	}
+	e.setTaint(1, outOfService)
+	e.waitStates(1)
+	waitFor(t, "node-1 Down on lb2", func() bool { s := lb2(); return s["10.240.0.11"] == "Down" && s["10.240.0.10"] == "" })
+	e.setTaint(1)
+	e.waitStates()
+	waitFor(t, "node-1 None on lb2", func() bool { return lb2()["10.240.0.11"] == "None" })
 }
