@@ -313,3 +313,23 @@ func configEntryName(id string) string {
 	}
 	return name
 }
+
+// ConfigsOfProviderID picks, among NIC IP configuration IDs, those of the node's own NICs where
+// the ID shows it: a scale set instance's NIC configurations live under the instance
+// (…/virtualMachineScaleSets/<ss>/virtualMachines/<id>/networkInterfaces/…), which is the
+// node's providerID. Standalone and availability-set VMs have NICs of their own resource path;
+// they match by address instead.
+func ConfigsOfProviderID(providerID string, configs []string) []string {
+	id := strings.TrimPrefix(providerID, "azure://")
+	if id == "" || !strings.Contains(strings.ToLower(id), "/virtualmachinescalesets/") {
+		return nil
+	}
+	prefix := strings.ToLower(strings.TrimSuffix(id, "/")) + "/networkinterfaces/"
+	var out []string
+	for _, c := range configs {
+		if strings.HasPrefix(strings.ToLower(c), prefix) && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

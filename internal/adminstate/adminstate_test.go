@@ -268,3 +268,25 @@ func lower(s string) string {
 	}
 	return string(b)
 }
+
+func TestConfigsOfProviderID(t *testing.T) {
+	vmssNode := "azure:///subscriptions/s/resourceGroups/RG/providers/Microsoft.Compute/virtualMachineScaleSets/pool0/virtualMachines/0"
+	configs := []string{cfgA, cfgB, cfgA,
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/pool0/virtualMachines/01/networkInterfaces/pool0/ipConfigurations/ipconfig1"}
+	for name, tc := range map[string]struct {
+		providerID string
+		want       []string
+	}{
+		"scale set instance (case-insensitive, deduplicated, no prefix clash with instance 01)": {vmssNode, []string{cfgA}},
+		"standalone VM":     {"azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm-b", nil},
+		"no providerID":     {"", nil},
+		"other instance":    {"azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/pool0/virtualMachines/7", nil},
+		"trailing slash ok": {vmssNode + "/", []string{cfgA}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := ConfigsOfProviderID(tc.providerID, configs); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

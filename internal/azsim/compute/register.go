@@ -32,6 +32,16 @@ type handler struct {
 	// that the per-instance delete hook does not also lower sku.capacity.
 	scalingIn bool
 	rnd       func() uint32
+	// ipcCache holds the ip configurations scaleSetIPConfigs extracted from
+	// each instance document, by instance ID, valid while its etag is the
+	// same (every change of a stored document renews its etag). The network
+	// deriver asks for them after every write; only touched under the engine lock.
+	ipcCache map[string]ipcCacheEntry
+}
+
+type ipcCacheEntry struct {
+	etag string
+	cfgs []network.IPConfiguration
 }
 
 // Register adds the Microsoft.Compute resource types, the scale set NIC views

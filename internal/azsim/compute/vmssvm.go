@@ -143,8 +143,17 @@ func (h *handler) listScaleSetNICs(tx *arm.Tx, collection arm.ResourceID) ([]map
 // and the subnets' ipConfigurations.
 func (h *handler) scaleSetIPConfigs(tx *arm.Tx) []network.IPConfiguration {
 	var out []network.IPConfiguration
+	next := make(map[string]ipcCacheEntry, len(h.ipcCache))
 	for _, doc := range tx.List(TypeVMSSVM, "") {
 		vmID := arm.Str(doc, "id")
+		etag := arm.Str(doc, "etag")
+		if c, ok := h.ipcCache[vmID]; ok && c.etag == etag && etag != "" {
+			next[vmID] = c
+			out = append(out, c.cfgs...)
+			continue
+		}
+		var cfgs []network.IPConfiguration
+		complete := true
 		for _, nic := range arm.Arr(doc, "properties", "networkProfileConfiguration", "networkInterfaceConfigurations") {
 			for _, ipc := range arm.Arr(nic, "properties", "ipConfigurations") {
 				p := arm.Obj(ipc, false, "properties")
@@ -160,11 +169,18 @@ func (h *handler) scaleSetIPConfigs(tx *arm.Tx) []network.IPConfiguration {
 						c.PrivateIP = ip
 					} else if ip, err := network.AllocatePrivateIPVersion(tx, c.SubnetID, id, "", arm.Str(p, "privateIPAddressVersion")); err == nil {
 						c.PrivateIP = ip
+					} else {
+						complete = false
 					}
 				}
-				out = append(out, c)
+				cfgs = append(cfgs, c)
 			}
 		}
+		if complete {
+			next[vmID] = ipcCacheEntry{etag: etag, cfgs: cfgs}
+		}
+		out = append(out, cfgs...)
 	}
+	h.ipcCache = next
 	return out
 }

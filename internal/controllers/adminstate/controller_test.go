@@ -321,8 +321,9 @@ func TestManyNodesOneWritePerPool(t *testing.T) {
 func TestARMFailureRetried(t *testing.T) {
 	e := newTestEnv(t, 2, Options{})
 	e.waitStates()
-	if _, err := e.srv.Client().AddFault(ctxT(t), middleware.Fault{Kind: middleware.FaultLROFailed, Class: middleware.Write,
-		ResourceType: "backendAddressPools", Count: 3, Code: "InternalServerError"}); err != nil {
+	// 409 is not retried by the SDK pipeline: the controller's backoff has to.
+	if _, err := e.srv.Client().AddFault(ctxT(t), middleware.Fault{Kind: middleware.FaultConflict, Class: middleware.Write,
+		ResourceType: "backendAddressPools", Count: 3}); err != nil {
 		t.Fatal(err)
 	}
 	e.setTaint(0, outOfService)
@@ -332,12 +333,13 @@ func TestARMFailureRetried(t *testing.T) {
 		t.Fatalf("fault hits: %+v %v", faults, err)
 	}
 	sawFailed := false
-	for len(e.recorder.Events) > 0 {
-		sawFailed = sawFailed || contains(<-e.recorder.Events, ReasonFailed)
-	}
-	if !sawFailed {
-		t.Error("no AdminStateFailed event")
-	}
+	waitFor(t, "AdminStateFailed event", func() bool {
+		for len(e.recorder.Events) > 0 {
+			ev := <-e.recorder.Events
+			sawFailed = sawFailed || contains(ev, ReasonFailed)
+		}
+		return sawFailed
+	})
 }
 
 func preemptEvent(name string, node *v1.Node, at time.Time) *v1.Event {
