@@ -146,9 +146,12 @@ type AuxiliaryTokenProvider struct {
 
 // MultipleStandardLoadBalancerConfiguration is one entry of multipleStandardLoadBalancerConfigurations.
 type MultipleStandardLoadBalancerConfiguration struct {
-	Name                     string                `json:"name,omitempty"`
-	PrimaryVMSet             string                `json:"primaryVMSet,omitempty"`
-	AllowServicePlacement    *bool                 `json:"allowServicePlacement,omitempty"`
+	Name                  string `json:"name,omitempty"`
+	PrimaryVMSet          string `json:"primaryVMSet,omitempty"`
+	AllowServicePlacement *bool  `json:"allowServicePlacement,omitempty"`
+	// AutoPlaceServices false: only services naming this entry in the
+	// azure-load-balancer-configurations annotation are placed on it (seed 004; default true).
+	AutoPlaceServices        *bool                 `json:"autoPlaceServices,omitempty"`
 	ServiceLabelSelector     *metav1.LabelSelector `json:"serviceLabelSelector,omitempty"`
 	ServiceNamespaceSelector *metav1.LabelSelector `json:"serviceNamespaceSelector,omitempty"`
 	NodeSelector             *metav1.LabelSelector `json:"nodeSelector,omitempty"`

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Validate checks the configuration after SetDefaults. Every problem is reported, each naming
@@ -167,6 +169,27 @@ func validateMultiSLB(c *Config) []error {
 			errs = append(errs, fmt.Errorf("%s[%d].primaryVMSet: %q is used twice", key, i, m.PrimaryVMSet))
 		}
 		vmSets[v] = true
+		for sk, sel := range map[string]*metav1.LabelSelector{"serviceLabelSelector": m.ServiceLabelSelector,
+			"serviceNamespaceSelector": m.ServiceNamespaceSelector, "nodeSelector": m.NodeSelector} {
+			if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d].%s: %w (entry %q)", key, i, sk, err, m.Name))
+			}
+		}
 	}
 	return errs
+}
+
+// ValidateMultiSLBClusterName checks that multipleStandardLoadBalancerConfigurations (when set)
+// has the default entry named like the cluster (--cluster-name), which every service falls back
+// to. The cluster name is not part of azure.json, so this runs when the CCM knows it.
+func ValidateMultiSLBClusterName(c *Config, clusterName string) error {
+	if len(c.MultipleStandardLoadBalancerConfigurations) == 0 {
+		return nil
+	}
+	for _, m := range c.MultipleStandardLoadBalancerConfigurations {
+		if strings.EqualFold(m.Name, clusterName) {
+			return nil
+		}
+	}
+	return fmt.Errorf("multipleStandardLoadBalancerConfigurations: no entry is named after the cluster %q (--cluster-name); the default load balancer <clusterName> must be configured", clusterName)
 }
