@@ -1,0 +1,310 @@
+// Package placement decides, with multiple Standard load balancers (seed 004), which load
+// balancer a service and a node belong to. Pure functions of the configuration, the cluster
+// objects and the current placement read from Azure: no I/O, table-tested.
+//
+// Placement is stable: a service or node stays where it is unless it is no longer eligible
+// there. The current placement is what Azure holds (the load balancer carrying the service's
+// frontend, the load balancer whose cluster pool has the node), so it survives restarts.
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
+)
+
+// InternalSuffix names the internal counterpart of a configured (public) load balancer; both
+// share the configuration.
+const InternalSuffix = "-internal"
+
+// Config is one compiled multipleStandardLoadBalancerConfigurations entry.
+type Config struct {
+	Name         string
+	PrimaryVMSet string
+	// AllowPlacement false: no new service may be placed here (services already here stay).
+	AllowPlacement bool
+	// AutoPlace false: only services naming this entry in the annotation land here.
+	AutoPlace bool
+	// Nil selectors select nothing in particular (no restriction / no node preference).
+	ServiceLabels     labels.Selector
+	ServiceNamespaces labels.Selector
+	Nodes             labels.Selector
+}
+
+// Compile turns the azure.json entries into Configs (in configuration order).
+func Compile(entries []config.MultipleStandardLoadBalancerConfiguration) ([]Config, error) {
+	out := make([]Config, 0, len(entries))
+	for i, e := range entries {
+		c := Config{Name: e.Name, PrimaryVMSet: e.PrimaryVMSet,
+			AllowPlacement: e.AllowServicePlacement == nil || *e.AllowServicePlacement,
+			AutoPlace:      e.AutoPlaceServices == nil || *e.AutoPlaceServices}
+		var err error
+		if c.ServiceLabels, err = selector(e.ServiceLabelSelector, false); err != nil {
+			return nil, fmt.Errorf("multipleStandardLoadBalancerConfigurations[%d].serviceLabelSelector: %w", i, err)
+		}
+		if c.ServiceNamespaces, err = selector(e.ServiceNamespaceSelector, false); err != nil {
+			return nil, fmt.Errorf("multipleStandardLoadBalancerConfigurations[%d].serviceNamespaceSelector: %w", i, err)
+		}
+		// An empty node selector is "no selector" (the existing provider's reading).
+		if c.Nodes, err = selector(e.NodeSelector, true); err != nil {
+			return nil, fmt.Errorf("multipleStandardLoadBalancerConfigurations[%d].nodeSelector: %w", i, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func selector(s *metav1.LabelSelector, emptyIsNil bool) (labels.Selector, error) {
+	if s == nil || (emptyIsNil && len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0) {
+		return nil, nil
+	}
+	return metav1.LabelSelectorAsSelector(s)
+}
+
+// ConfigName maps a load balancer name to its configuration name (<name>-internal shares the
+// configuration of <name>); "" when the load balancer is not configured.
+func ConfigName(cfgs []Config, lbName string) string {
+	for _, c := range cfgs {
+		if strings.EqualFold(c.Name, lbName) || strings.EqualFold(c.Name+InternalSuffix, lbName) {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// LBName is the load balancer of configuration name for a public or internal service.
+func LBName(name string, internal bool) string {
+	if internal {
+		return name + InternalSuffix
+	}
+	return name
+}
+
+// Service is what placement needs to know of a service.
+type Service struct {
+	Key             string // namespace/name
+	Labels          map[string]string
+	NamespaceLabels map[string]string
+	// Requested are the names of the azure-load-balancer-configurations annotation (lower case).
+	Requested []string
+	// Current is the configuration the service is on now ("" when not placed).
+	Current string
+}
+
+// Decision is where a service (or a group of services sharing an IP) goes.
+type Decision struct {
+	// Name of the chosen configuration.
+	Name string
+	// Moved: the service was on another configuration that it can no longer use.
+	Moved bool
+	// From is the configuration it leaves (Moved only).
+	From string
+}
+
+// NoEligibleError says why no load balancer can take a service.
+type NoEligibleError struct {
+	Service string
+	Reasons []string
+}
+
+func (e *NoEligibleError) Error() string {
+	return fmt.Sprintf("service %s: no load balancer configuration is eligible (%s)", e.Service, strings.Join(e.Reasons, "; "))
+}
+
+// Eligible returns the configurations service s may be on, in configuration order, or why none.
+//
+//   - the annotation restricts the candidates to the named entries (unknown names are an error
+//     when none of them exists);
+//   - allowServicePlacement=false keeps only services already there;
+//   - autoPlaceServices=false keeps only services that name the entry or are already there;
+//   - label and namespace selectors must match; when one does, entries without service
+//     selectors are only a fallback.
+func Eligible(cfgs []Config, s Service) ([]string, error) {
+	cands := cfgs
+	if len(s.Requested) > 0 {
+		cands = nil
+		for _, c := range cfgs {
+			if slices.ContainsFunc(s.Requested, func(r string) bool { return strings.EqualFold(r, c.Name) }) {
+				cands = append(cands, c)
+			}
+		}
+		if len(cands) == 0 {
+			return nil, &NoEligibleError{Service: s.Key, Reasons: []string{fmt.Sprintf(
+				"the azure-load-balancer-configurations annotation names %s, none of which is configured", strings.Join(s.Requested, ","))}}
+		}
+	}
+	var out, reasons []string
+	for _, c := range cands {
+		here := strings.EqualFold(s.Current, c.Name)
+		switch {
+		case !c.AllowPlacement && !here:
+			reasons = append(reasons, c.Name+": allowServicePlacement is false")
+		case !c.AutoPlace && !here && len(s.Requested) == 0:
+			reasons = append(reasons, c.Name+": autoPlaceServices is false and the service does not name it")
+		case c.ServiceLabels != nil && !c.ServiceLabels.Matches(labels.Set(s.Labels)):
+			reasons = append(reasons, c.Name+": serviceLabelSelector does not match the service")
+		case c.ServiceNamespaces != nil && !c.ServiceNamespaces.Matches(labels.Set(s.NamespaceLabels)):
+			reasons = append(reasons, c.Name+": serviceNamespaceSelector does not match the namespace")
+		default:
+			out = append(out, c.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &NoEligibleError{Service: s.Key, Reasons: reasons}
+	}
+	// A selector that matched is a preference: entries without service selectors are then only
+	// the fallback (the existing provider's rule), except the one the service is already on.
+	if slices.ContainsFunc(out, func(n string) bool { return hasServiceSelector(cfgs, n) }) {
+		out = slices.DeleteFunc(out, func(n string) bool {
+			return !hasServiceSelector(cfgs, n) && !strings.EqualFold(n, s.Current)
+		})
+	}
+	return out, nil
+}
+
+func hasServiceSelector(cfgs []Config, name string) bool {
+	for _, c := range cfgs {
+		if c.Name == name {
+			return c.ServiceLabels != nil || c.ServiceNamespaces != nil
+		}
+	}
+	return false
+}
+
+// PlaceGroup places services that share a frontend IP: they go together, to a configuration
+// every one of them may use. rules counts the load-balancing rules on each configuration's load
+// balancer (of the group's kind); the group stays on its current configuration while all
+// members may use it, else it goes to the eligible one with the fewest rules (ties: the first in
+// configuration order). With no common configuration nothing moves and the error says why.
+func PlaceGroup(cfgs []Config, group []Service, rules map[string]int) (Decision, error) {
+	if len(group) == 0 {
+		return Decision{}, fmt.Errorf("no service to place")
+	}
+	var common []string
+	current := ""
+	for i, s := range group {
+		el, err := Eligible(cfgs, s)
+		if err != nil {
+			return Decision{}, err
+		}
+		if i == 0 {
+			common = el
+		} else {
+			common = slices.DeleteFunc(common, func(n string) bool { return !slices.Contains(el, n) })
+		}
+		if current == "" {
+			current = s.Current
+		}
+	}
+	if len(common) == 0 {
+		keys := make([]string, 0, len(group))
+		for _, s := range group {
+			keys = append(keys, s.Key)
+		}
+		return Decision{}, &NoEligibleError{Service: group[0].Key, Reasons: []string{
+			"the services sharing its IP (" + strings.Join(keys, ", ") + ") have no load balancer configuration in common"}}
+	}
+	for _, n := range common {
+		if strings.EqualFold(n, current) {
+			return Decision{Name: n}, nil
+		}
+	}
+	best := common[0]
+	for _, n := range common[1:] {
+		if rules[n] < rules[best] {
+			best = n
+		}
+	}
+	return Decision{Name: best, Moved: current != "", From: current}, nil
+}
+
+// Node is what placement needs to know of a node.
+type Node struct {
+	Name   string
+	Labels map[string]string
+	// VMSet is the node's scale set or availability set ("" when unknown).
+	VMSet string
+	// Current is the configuration whose cluster pool holds the node now ("" when none).
+	Current string
+}
+
+// NodeCandidates are the configurations a node may join, by the seed's rules (first match wins):
+// the one naming the node's VM set as primaryVMSet; else every one whose nodeSelector matches
+// the node; else every one without a nodeSelector.
+func NodeCandidates(cfgs []Config, n Node) []string {
+	if n.VMSet != "" {
+		for _, c := range cfgs {
+			if c.PrimaryVMSet != "" && strings.EqualFold(c.PrimaryVMSet, n.VMSet) {
+				return []string{c.Name}
+			}
+		}
+	}
+	var matched, open []string
+	for _, c := range cfgs {
+		switch {
+		case c.Nodes == nil:
+			open = append(open, c.Name)
+		case c.Nodes.Matches(labels.Set(n.Labels)):
+			matched = append(matched, c.Name)
+		}
+	}
+	if len(matched) > 0 {
+		return matched
+	}
+	return open
+}
+
+// PlaceNodes assigns every node to one configuration: a node stays where it is while that is
+// still a candidate; the others go, in name order, to the candidate with the fewest nodes
+// (counting the assignments made so far; ties: the first in configuration order). Nodes without
+// a candidate are left out of the result and listed in unplaced.
+func PlaceNodes(cfgs []Config, nodes []Node) (placed map[string]string, unplaced []string) {
+	placed = map[string]string{}
+	count := map[string]int{}
+	cands := make([][]string, len(nodes))
+	var movers []int
+	for i, n := range nodes {
+		cands[i] = NodeCandidates(cfgs, n)
+		if cur := canonical(cfgs, n.Current); cur != "" && slices.Contains(cands[i], cur) {
+			placed[n.Name] = cur
+			count[cur]++
+			continue
+		}
+		movers = append(movers, i)
+	}
+	sort.Slice(movers, func(a, b int) bool { return nodes[movers[a]].Name < nodes[movers[b]].Name })
+	for _, i := range movers {
+		if len(cands[i]) == 0 {
+			unplaced = append(unplaced, nodes[i].Name)
+			continue
+		}
+		best := cands[i][0]
+		for _, c := range cands[i][1:] {
+			if count[c] < count[best] {
+				best = c
+			}
+		}
+		placed[nodes[i].Name] = best
+		count[best]++
+	}
+	return placed, unplaced
+}
+
+// canonical returns the configured spelling of a configuration name ("" when unknown).
+func canonical(cfgs []Config, name string) string {
+	if name == "" {
+		return ""
+	}
+	for _, c := range cfgs {
+		if strings.EqualFold(c.Name, name) {
+			return c.Name
+		}
+	}
+	return ""
+}
