@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Scale benchmarks: the scenarios under test/bench, built with the `bench` tag. Their report
-# goes to _output/bench. BENCH_FLAGS adds go test flags (e.g. "-run TestBurst -v").
+# Scale benchmarks: the scenarios under test/bench, built with the `bench` tag. Each scenario
+# writes its JSON result to docs/performance/results (AZURE_CCM_PERF_RESULTS overrides it), then
+# docs/performance/README.md and its plots are generated from every result there. The go test
+# log goes to _output/bench/bench.log. BENCH_FLAGS adds go test flags (e.g. "-run TestBurst");
+# BENCH_* variables shrink scenarios for quick runs (the result then says it was reduced).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 export AZURE_CCM_TOOLS_BIN="${AZURE_CCM_TOOLS_BIN:-${ROOT}/_output/tools/bin}"
 export AZURE_CCM_BENCH_OUT="${AZURE_CCM_BENCH_OUT:-${ROOT}/_output/bench}"
-mkdir -p "${AZURE_CCM_BENCH_OUT}"
+export AZURE_CCM_PERF_RESULTS="${AZURE_CCM_PERF_RESULTS:-${ROOT}/docs/performance/results}"
+mkdir -p "${AZURE_CCM_BENCH_OUT}" "${AZURE_CCM_PERF_RESULTS}"
 read -r -a EXTRA <<<"${BENCH_FLAGS:-}"
-if [[ -z "$(go list -tags bench ./test/bench/... 2>/dev/null)" ]]; then
-  echo "no benchmark scenarios under test/bench yet"
-  exit 0
-fi
-go test -count=1 -tags bench -timeout 60m -v "${EXTRA[@]}" ./test/bench/... 2>&1 | tee "${AZURE_CCM_BENCH_OUT}/bench.log"
-exit "${PIPESTATUS[0]}"
+# The scenarios share a 2-core machine with their own cluster: one at a time (-p 1, no -parallel).
+set +e
+go test -count=1 -p 1 -tags bench -timeout 180m -v "${EXTRA[@]}" ./test/bench/... 2>&1 | tee "${AZURE_CCM_BENCH_OUT}/bench.log"
+rc="${PIPESTATUS[0]}"
+set -e
+go run ./test/bench/report/cmd/perfreport -results "${AZURE_CCM_PERF_RESULTS}" -out "${ROOT}/docs/performance"
+exit "${rc}"

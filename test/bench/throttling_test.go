@@ -1,0 +1,78 @@
+//go:build bench
+
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/test/bench/report"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+var (
+	throttleNodes    = envInt("BENCH_THROTTLE_NODES", 200)
+	throttleServices = envInt("BENCH_THROTTLE_SERVICES", 300)
+)
+
+// TestThrottling: the burst of 300 services on 200 nodes, first without throttling, then
+// with azsim's ARM throttling model at Azure's current per-subscription limits (token buckets:
+// reads 250 refilled at 25/s, writes and deletes 200 at 10/s). The burst needs more writes than
+// the write bucket holds; the CCM's throttle gate reads the x-ms-ratelimit-remaining headers
+// and Retry-After and holds calls back, so only a handful of 429s may be received.
+func TestThrottling(t *testing.T) {
+	topo := framework.DefaultTopology()
+	topo.ScaleSets[0].Capacity = throttleNodes
+	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute,
+		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+	b := &bench{t: t, env: env}
+	b.createNodes(env.Machines)
+	env.StartCCM()
+	b.waitNodesInitialized(throttleNodes, 10*time.Minute)
+	if err := env.Azsim.SetLatency(b.ctx(), issueLatency()); err != nil {
+		t.Fatal(err)
+	}
+	limits := middleware.DefaultThrottle()
+	res := newResult("throttling", "ARM throttling at Azure's limits", "TestThrottling", "BENCH_THROTTLE_NODES", "BENCH_THROTTLE_SERVICES")
+	res.Description = fmt.Sprintf("The burst of %d services on %d nodes, twice in one run: without throttling, then with azsim's "+
+		"ARM throttling model on at Azure's current per-subscription token buckets (reads %.0f refilled at %.0f/s, writes %.0f "+
+		"at %.0f/s, deletes %.0f at %.0f/s; 429 with Retry-After and `x-ms-ratelimit-remaining-subscription-*` headers on every "+
+		"answer). The burst needs more writes than the write bucket holds (a public IP per service). The buckets start full "+
+		"when throttling is switched on; the services of the first run are deleted (unthrottled) before.",
+		throttleServices, throttleNodes, limits.Reads.Capacity, limits.Reads.RefillPerSecond, limits.Writes.Capacity,
+		limits.Writes.RefillPerSecond, limits.Deletes.Capacity, limits.Deletes.RefillPerSecond)
+	res.Config = map[string]string{"nodes": fmt.Sprint(throttleNodes), "services": fmt.Sprint(throttleServices),
+		"throttling": fmt.Sprintf("reads %v+%v/s, writes %v+%v/s, deletes %v+%v/s", limits.Reads.Capacity, limits.Reads.RefillPerSecond,
+			limits.Writes.Capacity, limits.Writes.RefillPerSecond, limits.Deletes.Capacity, limits.Deletes.RefillPerSecond),
+		"progress": "services with an IP"}
+
+	m := b.meter()
+	d, curve := b.burst("free", throttleServices)
+	free := m.phase("burst", "ours, no throttling", d.Seconds())
+	curve.Name = "no throttling"
+	free.Series = []report.Series{curve}
+	b.deleteAll("free")
+
+	limits.Enabled = true
+	if err := env.Azsim.SetThrottle(b.ctx(), limits); err != nil {
+		t.Fatal(err)
+	}
+	m = b.meter()
+	d, curve = b.burst("throttled", throttleServices)
+	thr := m.phase("burst", "ours, throttled at Azure limits", d.Seconds())
+	curve.Name = "throttled at Azure limits"
+	thr.Series = []report.Series{curve}
+	res.Phases = []report.Phase{free, thr}
+	res.Goals = []report.Goal{
+		{Name: "429s received during the throttled burst", Want: "a handful (≤ 10)", Got: fmt.Sprint(thr.Throttled429), Met: thr.Throttled429 <= 10},
+		{Name: "every service converged under throttling", Want: "yes", Got: fmt.Sprintf("%.0f s", thr.Seconds), Met: true},
+	}
+	res.Headline = []string{fmt.Sprintf("%d services at Azure's token-bucket limits: %d 429s received, converged in %.0f s (%.0f s unthrottled), %.0f s spent waiting at the CCM's throttle gate, %d ARM writes",
+		throttleServices, thr.Throttled429, thr.Seconds, free.Seconds, thr.ThrottledSeconds, thr.ARMTotal.Writes)}
+	writeResult(t, res)
+	if thr.Throttled429 > 10 {
+		t.Errorf("goal missed: %d 429s", thr.Throttled429)
+	}
+}
