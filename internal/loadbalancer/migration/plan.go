@@ -240,7 +240,9 @@ func Build(in Input) *Plan {
 		}
 	}
 	sortedSets := slices.Clone(in.ScaleSets)
-	sort.Slice(sortedSets, func(i, j int) bool { return strings.ToLower(str(sortedSets[i].ID)) < strings.ToLower(str(sortedSets[j].ID)) })
+	sort.Slice(sortedSets, func(i, j int) bool {
+		return strings.ToLower(str(sortedSets[i].ID)) < strings.ToLower(str(sortedSets[j].ID))
+	})
 	for _, ss := range sortedSets {
 		if ss == nil || ss.ID == nil {
 			continue

@@ -24,7 +24,9 @@ const (
 
 func lbID(name string) string  { return sub + "Microsoft.Network/loadBalancers/" + name }
 func pipID(name string) string { return sub + "Microsoft.Network/publicIPAddresses/" + name }
-func nicCfg(vm string) string  { return sub + "Microsoft.Network/networkInterfaces/" + vm + "-nic/ipConfigurations/ipconfig1" }
+func nicCfg(vm string) string {
+	return sub + "Microsoft.Network/networkInterfaces/" + vm + "-nic/ipConfigurations/ipconfig1"
+}
 func vmssCfg(ss, i string) string {
 	return sub + "Microsoft.Compute/virtualMachineScaleSets/" + ss + "/virtualMachines/" + i + "/networkInterfaces/" + ss + "/ipConfigurations/ipconfig1"
 }
