@@ -76,6 +76,7 @@ func Plan(t *Topology) []Request {
 			},
 		})
 	}
+	reqs = append(reqs, t.lbRequests()...)
 	for _, a := range t.AvailabilitySets {
 		asID := resID(sub, a.ResourceGroup, "Microsoft.Compute/availabilitySets", a.Name)
 		put(asID, ComputeAPIVersion, map[string]any{
@@ -88,7 +89,7 @@ func Plan(t *Topology) []Request {
 		})
 		for i := 0; i < a.VMs; i++ {
 			vm := VirtualMachine{ResourceGroup: a.ResourceGroup, Name: fmt.Sprintf("%s%d", a.VMNamePrefix, i), VMSize: a.VMSize,
-				Subnet: a.Subnet, IPv6: a.IPv6, PowerState: a.PowerState}
+				Subnet: a.Subnet, IPv6: a.IPv6, PowerState: a.PowerState, LoadBalancerPools: a.LoadBalancerPools}
 			vm.ComputerName = vm.Name
 			reqs = append(reqs, t.vmRequests(vm, asID)...)
 			power = append(power, vmPower(sub, vm)...)
@@ -138,13 +139,21 @@ func ipConfigs(subnetID string, ipv6 bool, nicLevel bool) []any {
 	return out
 }
 
+// withPools makes the primary (IPv4) ip configuration join the pools.
+func withPools(configs []any, pools []any) []any {
+	if len(pools) > 0 {
+		configs[0].(map[string]any)["properties"].(map[string]any)["loadBalancerBackendAddressPools"] = pools
+	}
+	return configs
+}
+
 func (t *Topology) scaleSetBody(s ScaleSet) map[string]any {
 	nicConfig := map[string]any{
 		"name": s.Name,
 		"properties": map[string]any{
 			"primary":            true,
 			"enableIPForwarding": true,
-			"ipConfigurations":   ipConfigs(t.subnetID(s.Subnet), s.IPv6, false),
+			"ipConfigurations":   withPools(ipConfigs(t.subnetID(s.Subnet), s.IPv6, false), t.poolRefs(s.LoadBalancerPools)),
 		},
 	}
 	netProfile := map[string]any{"networkInterfaceConfigurations": []any{nicConfig}}
@@ -190,7 +199,7 @@ func (t *Topology) vmRequests(v VirtualMachine, availabilitySetID string) []Requ
 		"location": t.Location,
 		"properties": map[string]any{
 			"enableIPForwarding": true,
-			"ipConfigurations":   ipConfigs(t.subnetID(v.Subnet), v.IPv6, true),
+			"ipConfigurations":   withPools(ipConfigs(t.subnetID(v.Subnet), v.IPv6, true), t.poolRefs(v.LoadBalancerPools)),
 		},
 	}}
 	props := map[string]any{

@@ -23,6 +23,58 @@ type Topology struct {
 	ScaleSets             []ScaleSet        `json:"scaleSets,omitempty"`
 	AvailabilitySets      []AvailabilitySet `json:"availabilitySets,omitempty"`
 	VirtualMachines       []VirtualMachine  `json:"virtualMachines,omitempty"`
+	// PublicIPs and LoadBalancers are created after the networks and before the machines, so
+	// machines can join backend pools from creation (as a cluster the Basic mode left behind).
+	PublicIPs     []PublicIP     `json:"publicIPs,omitempty"`
+	LoadBalancers []LoadBalancer `json:"loadBalancers,omitempty"`
+}
+
+// PublicIP is a public IP address (SKU Basic or Standard, default Standard).
+type PublicIP struct {
+	ResourceGroup string `json:"resourceGroup"`
+	Name          string `json:"name"`
+	SKU           string `json:"sku,omitempty"`
+	// Allocation is Static or Dynamic (default Static).
+	Allocation string            `json:"allocation,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+}
+
+// LoadBalancer is a load balancer with frontends, backend pools and rules.
+type LoadBalancer struct {
+	ResourceGroup string `json:"resourceGroup"`
+	Name          string `json:"name"`
+	// SKU is Basic or Standard (default Standard).
+	SKU       string     `json:"sku,omitempty"`
+	Frontends []Frontend `json:"frontends,omitempty"`
+	// BackendPools are NIC-based pools: machines name them in loadBalancerPools.
+	BackendPools []string `json:"backendPools,omitempty"`
+	Rules        []Rule   `json:"rules,omitempty"`
+}
+
+// Frontend is public (PublicIP names a public IP of the load balancer's group) or internal
+// (Subnet, with PrivateIP for a Static address).
+type Frontend struct {
+	Name      string     `json:"name"`
+	PublicIP  string     `json:"publicIP,omitempty"`
+	Subnet    *SubnetRef `json:"subnet,omitempty"`
+	PrivateIP string     `json:"privateIP,omitempty"`
+}
+
+// Rule is a TCP or UDP load-balancing rule with a TCP probe on the backend port.
+type Rule struct {
+	Name        string `json:"name"`
+	Frontend    string `json:"frontend"`
+	BackendPool string `json:"backendPool"`
+	Protocol    string `json:"protocol,omitempty"`
+	Port        int    `json:"port"`
+	BackendPort int    `json:"backendPort,omitempty"`
+}
+
+// PoolRef names a backend pool of a load balancer of the topology.
+type PoolRef struct {
+	ResourceGroup string `json:"resourceGroup,omitempty"`
+	LoadBalancer  string `json:"loadBalancer"`
+	Pool          string `json:"pool"`
 }
 
 // Named is a resource known by its group and name (NSGs, route tables).
@@ -72,6 +124,8 @@ type ScaleSet struct {
 	FaultDomains       int               `json:"faultDomains,omitempty"`
 	PowerState         string            `json:"powerState,omitempty"`
 	Tags               map[string]string `json:"tags,omitempty"`
+	// LoadBalancerPools the model's primary ip configuration joins (so every instance does).
+	LoadBalancerPools []PoolRef `json:"loadBalancerPools,omitempty"`
 }
 
 // AvailabilitySet is an availability set with VMs named <vmNamePrefix><i>.
@@ -86,6 +140,8 @@ type AvailabilitySet struct {
 	Subnet        SubnetRef `json:"subnet,omitempty"`
 	IPv6          bool      `json:"ipv6,omitempty"`
 	PowerState    string    `json:"powerState,omitempty"`
+	// LoadBalancerPools every VM's NIC joins.
+	LoadBalancerPools []PoolRef `json:"loadBalancerPools,omitempty"`
 }
 
 // VirtualMachine is a standalone VM (with its own NIC "<name>-nic").
@@ -100,6 +156,8 @@ type VirtualMachine struct {
 	IPv6         bool              `json:"ipv6,omitempty"`
 	PowerState   string            `json:"powerState,omitempty"`
 	Tags         map[string]string `json:"tags,omitempty"`
+	// LoadBalancerPools the VM's NIC joins.
+	LoadBalancerPools []PoolRef `json:"loadBalancerPools,omitempty"`
 }
 
 // Defaults applied by Normalize.
@@ -194,6 +252,21 @@ func (t Topology) Normalize() (*Topology, error) {
 		return r
 	}
 
+	n.normalizeLoadBalancers(fail, need, resolve)
+	pools := func(owner, rg string, refs []PoolRef) []PoolRef {
+		out := make([]PoolRef, len(refs))
+		for i, r := range refs {
+			if r.ResourceGroup == "" {
+				r.ResourceGroup = rg
+			}
+			if !n.hasPool(r) {
+				fail("%s: loadBalancerPools names %s/%s/%s, which is not in the topology", owner, r.ResourceGroup, r.LoadBalancer, r.Pool)
+			}
+			out[i] = r
+		}
+		return out
+	}
+
 	n.ScaleSets = append([]ScaleSet(nil), t.ScaleSets...)
 	for i := range n.ScaleSets {
 		s := &n.ScaleSets[i]
@@ -217,6 +290,7 @@ func (t Topology) Normalize() (*Topology, error) {
 		}
 		s.PowerState = checkPower(fail, "scaleSet "+s.Name, s.PowerState)
 		s.Subnet = resolve("scaleSet "+s.Name, s.ResourceGroup, s.Subnet, s.IPv6)
+		s.LoadBalancerPools = pools("scaleSet "+s.Name, s.ResourceGroup, s.LoadBalancerPools)
 	}
 	n.AvailabilitySets = append([]AvailabilitySet(nil), t.AvailabilitySets...)
 	for i := range n.AvailabilitySets {
@@ -239,6 +313,7 @@ func (t Topology) Normalize() (*Topology, error) {
 		}
 		a.PowerState = checkPower(fail, "availabilitySet "+a.Name, a.PowerState)
 		a.Subnet = resolve("availabilitySet "+a.Name, a.ResourceGroup, a.Subnet, a.IPv6)
+		a.LoadBalancerPools = pools("availabilitySet "+a.Name, a.ResourceGroup, a.LoadBalancerPools)
 	}
 	n.VirtualMachines = append([]VirtualMachine(nil), t.VirtualMachines...)
 	for i := range n.VirtualMachines {
@@ -252,6 +327,7 @@ func (t Topology) Normalize() (*Topology, error) {
 		}
 		v.PowerState = checkPower(fail, "virtualMachine "+v.Name, v.PowerState)
 		v.Subnet = resolve("virtualMachine "+v.Name, v.ResourceGroup, v.Subnet, v.IPv6)
+		v.LoadBalancerPools = pools("virtualMachine "+v.Name, v.ResourceGroup, v.LoadBalancerPools)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("topology: %s", strings.Join(errs, "; "))
