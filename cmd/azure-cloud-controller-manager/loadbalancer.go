@@ -51,6 +51,14 @@ func installLoadBalancer() {
 		}
 		if d.Informers != nil {
 			o.Services = d.Informers.Core().V1().Services().Lister()
+			// Namespace labels only matter to serviceNamespaceSelector: no namespace informer
+			// (nor its RBAC) without one.
+			for _, m := range d.Config.MultipleStandardLoadBalancerConfigurations {
+				if m.ServiceNamespaceSelector != nil {
+					o.Namespaces = d.Informers.Core().V1().Namespaces().Lister()
+					break
+				}
+			}
 		}
 		return loadbalancer.New(o)
 	})

@@ -27,6 +27,12 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, clusterName strin
 	if err != nil {
 		return nil, err
 	}
+	if l.multi != nil {
+		if err := l.checkMultiSLB(svc, clusterName); err != nil {
+			return nil, err
+		}
+		s.LocalPool = s.IsLocal()
+	}
 	st, err := l.ensure(ctx, l.cluster(clusterName), s, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("service %s: %w", s.Key(), err)
@@ -47,6 +53,14 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 		return nil
 	}
 	c, s := l.cluster(clusterName), lenient(svc)
+	if l.multi != nil {
+		cfg, err := l.locate(ctx, clusterName, s.LBName(), s.Opts.Internal)
+		if err != nil || cfg == "" {
+			return err
+		}
+		c = l.clusterFor(clusterName, cfg)
+		s.LocalPool = s.IsLocal()
+	}
 	name := c.LBName(s.Opts.Internal)
 	lb, err := l.lbWriter(c, name).Get(ctx)
 	if err != nil {
@@ -56,9 +70,14 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 		// Not (or no longer) served: EnsureLoadBalancer or the deletion owns this service.
 		return nil
 	}
-	if l.backends != nil {
-		if err := l.backends.Sync(ctx, c.ClusterName, lb, nodes); err != nil {
-			return fmt.Errorf("service %s: backend pools of %s: %w", s.Key(), name, err)
+	if err := l.syncBackends(ctx, c, lb, nodes); err != nil {
+		return fmt.Errorf("service %s: backend pools of %s: %w", s.Key(), name, err)
+	}
+	if s.LocalPool {
+		res, err := l.syncLocalPool(ctx, c, lb, s, nodes, false)
+		countLocalSync("node_sync", res, err)
+		if err != nil {
+			return fmt.Errorf("service %s: %w", s.Key(), err)
 		}
 	}
 	if s.Opts.DisableFloatingIP && l.cfg.SecurityGroupName != "" {
@@ -125,19 +144,49 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 		}
 	}
 
+	var members []*plan.Service
+	if l.multi != nil {
+		p, err := l.placeService(ctx, c.ClusterName, s, fronts)
+		if err != nil {
+			return nil, err
+		}
+		c, members = p.c, p.members
+	}
 	lb, err := l.lbWriter(c, c.LBName(internal)).Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
-		return plan.ApplyService(cur, c, s, fronts)
+		next, err := plan.ApplyService(cur, c, s, fronts)
+		if err != nil {
+			return nil, err
+		}
+		// Services sharing the IP moved with this one: their rules come along.
+		for _, m := range members {
+			if n, err := plan.ApplyService(next, c, m, fronts); err == nil {
+				next = n
+			} else {
+				klog.ErrorS(err, "Re-applying a service that shares the moved IP", "service", m.Key())
+			}
+		}
+		return next, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 	}
 	// The service may have switched between internal and public: leave nothing on the other LB.
-	if err := l.removeFromLB(ctx, c, c.LBName(!internal), s.LBName()); err != nil {
+	if err := l.removeFromLB(ctx, c, c.LBName(!internal), s); err != nil {
 		return nil, err
 	}
-	if l.backends != nil {
-		if err := l.backends.Sync(ctx, c.ClusterName, lb, nodes); err != nil {
-			return nil, fmt.Errorf("backend pools of %s: %w", c.LBName(internal), err)
+	if l.multi != nil {
+		if err := l.cleanOtherConfigs(ctx, c.ClusterName, c.LBNamePrefix, s); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.syncBackends(ctx, c, lb, nodes); err != nil {
+		return nil, fmt.Errorf("backend pools of %s: %w", c.LBName(internal), err)
+	}
+	if s.LocalPool {
+		res, err := l.syncLocalPool(ctx, c, lb, s, nodes, false)
+		countLocalSync("reconcile", res, err)
+		if err != nil {
+			return nil, err
 		}
 	}
 
@@ -204,20 +253,22 @@ func (l *LoadBalancer) ensureSecurity(ctx context.Context, c *plan.Cluster, s *p
 // someone else holds it: cleaning it removed the new owner's NSG rules (found by the chaos suite).
 func (l *LoadBalancer) addressesOfOthers(ctx context.Context, c *plan.Cluster, s *plan.Service) (map[netip.Addr]bool, error) {
 	out := map[netip.Addr]bool{}
-	for _, internal := range []bool{false, true} {
-		lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
-		}
-		if lb == nil || lb.Properties == nil {
-			continue
-		}
-		for _, fe := range lb.Properties.FrontendIPConfigurations {
-			if fe.Properties == nil || naming.OwnedByService(s.LBName(), str(fe.Name)) {
+	for _, c := range l.clusters(c.ClusterName) {
+		for _, internal := range []bool{false, true} {
+			lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+			}
+			if lb == nil || lb.Properties == nil {
 				continue
 			}
-			if a, ok := addrOf(fe.Properties.PrivateIPAddress); ok {
-				out[a] = true
+			for _, fe := range lb.Properties.FrontendIPConfigurations {
+				if fe.Properties == nil || naming.OwnedByService(s.LBName(), str(fe.Name)) {
+					continue
+				}
+				if a, ok := addrOf(fe.Properties.PrivateIPAddress); ok {
+					out[a] = true
+				}
 			}
 		}
 	}
@@ -242,7 +293,8 @@ func (l *LoadBalancer) addressesOfOthers(ctx context.Context, c *plan.Cluster, s
 
 // removeFromLB takes the service off one load balancer, deleting the load balancer when nothing
 // is left on it (after emptying its pools).
-func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName, svcLBName string) error {
+func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName string, s *plan.Service) error {
+	svcLBName := s.LBName()
 	w := l.lbWriter(c, lbName)
 	cur, err := w.Get(ctx)
 	if err != nil {
@@ -255,7 +307,8 @@ func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName
 		if cur == nil {
 			return nil, nil
 		}
-		plan.RemoveService(cur, c, svcLBName) // edits cur in place; nil only signals "empty"
+		// Edits cur in place; nil only signals "empty".
+		plan.RemoveServiceAndPools(cur, c, svcLBName, s.Svc.Namespace, s.Svc.Name)
 		return cur, nil
 	})
 	if err != nil {
@@ -357,21 +410,25 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterNam
 		}
 	}
 	var ips []netip.Addr
-	for _, internal := range []bool{false, true} {
-		lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
-		if err != nil {
-			return fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+	for _, c := range l.clusters(clusterName) {
+		for _, internal := range []bool{false, true} {
+			lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+			if err != nil {
+				return fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+			}
+			ips = append(ips, serviceIPs(lb, svcName, pipAddrs)...)
 		}
-		ips = append(ips, serviceIPs(lb, svcName, pipAddrs)...)
 	}
 	if l.cfg.SecurityGroupName != "" {
 		if err := l.ensureSecurity(ctx, c, s, ips, nil, false); err != nil {
 			return err
 		}
 	}
-	for _, internal := range []bool{false, true} {
-		if err := l.removeFromLB(ctx, c, c.LBName(internal), svcName); err != nil {
-			return err
+	for _, c := range l.clusters(clusterName) {
+		for _, internal := range []bool{false, true} {
+			if err := l.removeFromLB(ctx, c, c.LBName(internal), s); err != nil {
+				return err
+			}
 		}
 	}
 	for _, p := range existing {
@@ -403,13 +460,15 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, 
 			owned = true
 		}
 	}
-	for _, internal := range []bool{s.Opts.Internal, !s.Opts.Internal} {
-		lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
-		if err != nil {
-			return nil, false, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
-		}
-		if ips := serviceIPs(lb, s.LBName(), pipAddrs); len(ips) > 0 {
-			return statusOf(ips, s.Opts.AdditionalPublicIPs), true, nil
+	for _, c := range l.clusters(clusterName) {
+		for _, internal := range []bool{s.Opts.Internal, !s.Opts.Internal} {
+			lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+			if err != nil {
+				return nil, false, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+			}
+			if ips := serviceIPs(lb, s.LBName(), pipAddrs); len(ips) > 0 {
+				return statusOf(ips, s.Opts.AdditionalPublicIPs), true, nil
+			}
 		}
 	}
 	if owned {

@@ -26,6 +26,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/azstore"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/placement"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/writer"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
@@ -73,6 +74,9 @@ type Options struct {
 	InvalidatePublicIPs func(rg string)
 	// CacheTTL of the writers' models (default loadBalancerCacheTTLInSeconds, else 120s).
 	CacheTTL time.Duration
+	// Namespaces reads namespace labels for serviceNamespaceSelector (multiple load balancers;
+	// optional: without it no namespace selector matches).
+	Namespaces corelisters.NamespaceLister
 	// DisableWriteMerging makes every change its own read-modify-write (writer MaxBatch 1). It
 	// exists only for the burst benchmark's baseline (test/bench), behind a hidden CCM flag.
 	DisableWriteMerging bool
@@ -89,6 +93,12 @@ type LoadBalancer struct {
 	nsgs  *writer.Registry[armnetwork.SecurityGroup]
 	pips  *writer.Registry[armnetwork.PublicIPAddress]
 	pools *writer.Registry[armnetwork.BackendAddressPool]
+
+	// multi is set with multipleStandardLoadBalancerConfigurations (seed 004).
+	multi *multiSLB
+	// endpointNodes, installed by the Local pool updater, names the nodes hosting ready
+	// endpoints of a service (ok=false until its informers have synced).
+	endpointNodes atomicEndpointNodes
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -133,6 +143,14 @@ func New(o Options) (*LoadBalancer, error) {
 			LoadBalancer: lbName, Name: lastSegment(id), PollFrequency: wo()}
 	}, writer.Options[armnetwork.BackendAddressPool]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
 
+	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
+		cfgs, err := placement.Compile(o.Config.MultipleStandardLoadBalancerConfigurations)
+		if err != nil {
+			return nil, err
+		}
+		l.multi = &multiSLB{cfgs: cfgs, nodeLB: map[string]string{}}
+		RegisterMetrics()
+	}
 	l.backends = o.Backends
 	if l.backends == nil && strings.EqualFold(o.Config.LoadBalancerBackendPoolConfigurationType, config.BackendPoolNodeIPConfiguration) {
 		if o.Nodes == nil || o.Compute == nil {

@@ -146,6 +146,16 @@ func BackendPoolName(clusterName string, f Family) string {
 	return clusterName
 }
 
+// LocalServicePoolName is the dedicated backend pool of an externalTrafficPolicy: Local service
+// with multiple Standard load balancers: lower("<namespace>-<name>"), plus "-ipv6" for IPv6.
+func LocalServicePoolName(namespace, name string, f Family) string {
+	n := strings.ToLower(namespace + "-" + name)
+	if f == IPv6 {
+		return n + "-ipv6"
+	}
+	return n
+}
+
 // PublicIPName is <cluster>-a<uid>[-<prefix name>] cut to 75 characters, plus -IPv6 for dual-stack
 // IPv6. prefixID is the azure-pip-prefix-id annotation of that family (may be empty).
 func PublicIPName(clusterName, svcLBName, prefixID string, dualStack bool, f Family) string {

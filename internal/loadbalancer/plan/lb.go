@@ -46,6 +46,9 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 	)
 	for _, fr := range fronts {
 		ensurePool(c, lbName, props, naming.BackendPoolName(c.ClusterName, fr.Family))
+		if s.LocalPool {
+			ensurePool(c, lbName, props, s.PoolName(c, fr.Family))
+		}
 		fe, err := ensureFrontend(c, lbName, props, s, fr, dual)
 		if err != nil {
 			return nil, err
@@ -130,7 +133,43 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 		return (naming.OwnedByService(svcName, name) || usedBefore[n]) && !usedFrontends[n]
 	})
 	pruneSharedProbe(props)
+	pruneLocalPools(props, s.Svc.Namespace, s.Svc.Name)
 	return lb, nil
+}
+
+// pruneLocalPools drops the dedicated (externalTrafficPolicy: Local) pools of the service that no
+// rule references any more: the service went back to Cluster, moved away, or multiple load
+// balancers were turned off.
+func pruneLocalPools(props *armnetwork.LoadBalancerPropertiesFormat, namespace, name string) {
+	referenced := map[string]bool{}
+	for _, r := range props.LoadBalancingRules {
+		if r.Properties == nil {
+			continue
+		}
+		if r.Properties.BackendAddressPool != nil {
+			referenced[strings.ToLower(lastSegment(str(r.Properties.BackendAddressPool.ID)))] = true
+		}
+		for _, p := range r.Properties.BackendAddressPools {
+			referenced[strings.ToLower(lastSegment(str(p.ID)))] = true
+		}
+	}
+	mine := map[string]bool{}
+	for _, f := range []naming.Family{naming.IPv4, naming.IPv6} {
+		mine[naming.LocalServicePoolName(namespace, name, f)] = true
+	}
+	props.BackendAddressPools = slices.DeleteFunc(props.BackendAddressPools, func(p *armnetwork.BackendAddressPool) bool {
+		n := strings.ToLower(str(p.Name))
+		return mine[n] && !referenced[n]
+	})
+}
+
+// RemoveServiceAndPools is RemoveService plus the service's dedicated Local pools.
+func RemoveServiceAndPools(lb *armnetwork.LoadBalancer, c *Cluster, svcLBName, namespace, name string) *armnetwork.LoadBalancer {
+	out := RemoveService(lb, c, svcLBName)
+	if lb != nil && lb.Properties != nil {
+		pruneLocalPools(lb.Properties, namespace, name)
+	}
+	return out
 }
 
 // RemoveService removes everything of the service from lb: its rules and probes, and its

@@ -101,7 +101,7 @@ func desiredRules(c *Cluster, lbName string, s *Service, f naming.Family, fronte
 	var (
 		o       = s.Opts
 		dual    = s.DualStack()
-		poolID  = c.childID(lbName, "backendAddressPools", naming.BackendPoolName(c.ClusterName, f))
+		poolID  = c.childID(lbName, "backendAddressPools", s.PoolName(c, f))
 		rules   []ruleSpec
 		probes  []probeSpec
 		localHC *probeSpec

@@ -61,6 +61,17 @@ func (c *Cluster) childID(lbName, kind, name string) string {
 type Service struct {
 	Svc  *v1.Service
 	Opts *annotations.ServiceOptions
+	// LocalPool: the rules use the service's dedicated backend pool instead of the cluster pool
+	// (externalTrafficPolicy: Local with multiple Standard load balancers, seed 004).
+	LocalPool bool
+}
+
+// PoolName is the backend pool the service's rules of family f point at.
+func (s *Service) PoolName(c *Cluster, f naming.Family) string {
+	if s.LocalPool {
+		return naming.LocalServicePoolName(s.Svc.Namespace, s.Svc.Name, f)
+	}
+	return naming.BackendPoolName(c.ClusterName, f)
 }
 
 // Key is <namespace>/<name>, as in the ownership tags.

@@ -1,0 +1,249 @@
+package loadbalancer
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+)
+
+// multiEnv is an azsim environment with three load balancer configurations: the default, lb-a
+// for services labelled team=a (and nodes labelled lb=a), lb-b.
+func multiEnv(t *testing.T) (*env, cache.Indexer) {
+	t.Helper()
+	e := newEnv(t, config.BackendPoolNodeIP)
+	e.cfg.MultipleStandardLoadBalancerConfigurations = []config.MultipleStandardLoadBalancerConfiguration{
+		{Name: testCluster, PrimaryVMSet: "pool0"},
+		{Name: "lb-a", PrimaryVMSet: "pool-a", ServiceLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"lb": "a"}}},
+		{Name: "lb-b", PrimaryVMSet: "pool-b"},
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	l, err := New(Options{Config: e.cfg, Network: e.net, PollFrequency: e.lb.opts.PollFrequency, Zones: e.lb.opts.Zones,
+		Recorder: e.recorder, Services: corelisters.NewServiceLister(idx)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.lb = l
+	return e, idx
+}
+
+func (e *env) ensure(t *testing.T, ctx context.Context, idx cache.Indexer, svc *v1.Service, nodes []*v1.Node) string {
+	t.Helper()
+	st, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nodes)
+	if err != nil {
+		t.Fatalf("ensure %s: %v", svc.Name, err)
+	}
+	if len(st.Ingress) == 0 {
+		t.Fatalf("ensure %s: no ingress", svc.Name)
+	}
+	svc.Status.LoadBalancer = *st
+	_ = idx.Update(svc)
+	return st.Ingress[0].IP
+}
+
+// holds reports whether the LB has rules of the service.
+func holds(lb *armnetwork.LoadBalancer, svc *v1.Service) bool {
+	return lb != nil && hasServiceObjects(lb, naming.ServiceLBName(svc.UID))
+}
+
+func (e *env) lbOrNil(t *testing.T, name string) *armnetwork.LoadBalancer {
+	t.Helper()
+	resp, err := e.net.NewLoadBalancersClient().Get(ctxT(t), testRG, name, nil)
+	if err != nil {
+		if strings.Contains(err.Error(), "404") || strings.Contains(err.Error(), "NotFound") {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	return &resp.LoadBalancer
+}
+
+func poolIPs(lb *armnetwork.LoadBalancer, pool string) []string {
+	var out []string
+	if p := findPool(lb, pool); p != nil && p.Properties != nil {
+		for _, a := range p.Properties.LoadBalancerBackendAddresses {
+			out = append(out, str(a.Properties.IPAddress))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestMultiSLBPlacementMoveAndNodes(t *testing.T) {
+	e, idx := multiEnv(t)
+	ctx := ctxT(t)
+	nodes := []*v1.Node{
+		node("n1", "10.240.0.11", nil), node("n2", "10.240.0.12", nil),
+		node("n3", "10.240.0.13", map[string]string{"lb": "a"}), node("n4", "10.240.0.14", nil),
+	}
+	// Fewest rules: the first goes to the default (all empty: configuration order), the second
+	// to lb-b; lb-a's label selector keeps plain services off it.
+	s1 := service("a1aaaaaa-0000-0000-0000-000000000000", "s1", nil)
+	e.ensure(t, ctx, idx, s1, nodes)
+	s2 := service("a2aaaaaa-0000-0000-0000-000000000000", "s2", nil)
+	e.ensure(t, ctx, idx, s2, nodes)
+	if !holds(e.lbOrNil(t, testCluster), s1) || !holds(e.lbOrNil(t, "lb-b"), s2) {
+		t.Fatalf("s1 should be on %s and s2 on lb-b", testCluster)
+	}
+	// A team=a service goes to lb-a (its selector matched: selector-less ones are fallback).
+	s3 := service("a3aaaaaa-0000-0000-0000-000000000000", "s3", nil)
+	s3.Labels = map[string]string{"team": "a"}
+	ip3 := e.ensure(t, ctx, idx, s3, nodes)
+	lbA := e.lbOrNil(t, "lb-a")
+	if !holds(lbA, s3) {
+		t.Fatal("s3 should be on lb-a")
+	}
+	// Node placement: n3 matches lb-a's node selector; the others spread over the two
+	// selector-less load balancers by fewest nodes.
+	if got := poolIPs(lbA, testCluster); !slices.Equal(got, []string{"10.240.0.13"}) {
+		t.Fatalf("lb-a pool = %v", got)
+	}
+	d, b := poolIPs(e.lbOrNil(t, testCluster), testCluster), poolIPs(e.lbOrNil(t, "lb-b"), testCluster)
+	if len(d)+len(b) != 3 || len(d) < 1 || len(b) < 1 {
+		t.Fatalf("default pool %v, lb-b pool %v", d, b)
+	}
+	// Stable: reconciling again changes nothing.
+	before := e.writes(t)
+	e.ensure(t, ctx, idx, s1, nodes)
+	e.ensure(t, ctx, idx, s3, nodes)
+	if w := e.writes(t) - before; w != 0 {
+		t.Fatalf("steady-state reconciles wrote %d times", w)
+	}
+
+	// The label goes: s3 must leave lb-a and keeps its IP.
+	s3.Labels = nil
+	if got := e.ensure(t, ctx, idx, s3, nodes); got != ip3 {
+		t.Fatalf("moved service IP %s, want %s", got, ip3)
+	}
+	if holds(e.lbOrNil(t, "lb-a"), s3) {
+		t.Fatal("s3 still on lb-a")
+	}
+	if !holds(e.lbOrNil(t, testCluster), s3) && !holds(e.lbOrNil(t, "lb-b"), s3) {
+		t.Fatal("s3 is on no load balancer")
+	}
+	if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, ReasonLoadBalancerMoved) }) {
+		t.Fatal("no LoadBalancerMoved event")
+	}
+
+	// Annotation naming an unknown configuration: a warning and no change.
+	bad := service("a4aaaaaa-0000-0000-0000-000000000000", "bad", map[string]string{annotations.LoadBalancerConfigs: "nope"})
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, bad, nodes); err == nil {
+		t.Fatal("no error for an unknown configuration")
+	}
+	if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, ReasonNoEligibleLoadBalancer) }) {
+		t.Fatal("no NoEligibleLoadBalancer event")
+	}
+
+	// Deletion finds the service wherever it is.
+	for _, s := range []*v1.Service{s1, s2, s3} {
+		if err := e.lb.EnsureLoadBalancerDeleted(ctx, testCluster, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{testCluster, "lb-a", "lb-b"} {
+		if lb := e.lbOrNil(t, name); lb != nil {
+			t.Fatalf("load balancer %s left after every service was deleted", name)
+		}
+	}
+}
+
+func TestMultiSLBSharedInternalIPMovesTogether(t *testing.T) {
+	e, idx := multiEnv(t)
+	ctx := ctxT(t)
+	nodes := []*v1.Node{node("n1", "10.240.0.11", nil)}
+	ann := map[string]string{annotations.Internal: "true", annotations.IPv4: "10.240.0.200"}
+	p1 := service("b1bbbbbb-0000-0000-0000-000000000000", "p1", ann)
+	p1.Labels = map[string]string{"team": "a"}
+	e.ensure(t, ctx, idx, p1, nodes)
+	p2 := service("b2bbbbbb-0000-0000-0000-000000000000", "p2", ann, v1.ServicePort{Name: "x", Port: 81, NodePort: 30081, Protocol: v1.ProtocolTCP})
+	p2.Labels = map[string]string{"team": "a"}
+	e.ensure(t, ctx, idx, p2, nodes)
+	lb := e.lbOrNil(t, "lb-a-internal")
+	if !holds(lb, p1) || !holds(lb, p2) || len(lb.Properties.FrontendIPConfigurations) != 1 {
+		t.Fatalf("both services should share one frontend on lb-a-internal")
+	}
+	// Both lose the label: the group moves; the IP stays.
+	p1.Labels, p2.Labels = nil, nil
+	_ = idx.Update(p2)
+	if ip := e.ensure(t, ctx, idx, p1, nodes); ip != "10.240.0.200" {
+		t.Fatalf("p1 IP %s", ip)
+	}
+	if old := e.lbOrNil(t, "lb-a-internal"); old != nil && (holds(old, p1) || holds(old, p2)) {
+		t.Fatal("the group did not leave lb-a-internal together")
+	}
+	if ip := e.ensure(t, ctx, idx, p2, nodes); ip != "10.240.0.200" {
+		t.Fatalf("p2 IP %s", ip)
+	}
+	var on string
+	for _, name := range []string{testCluster + "-internal", "lb-b-internal"} {
+		if l := e.lbOrNil(t, name); holds(l, p1) && holds(l, p2) {
+			on = name
+		}
+	}
+	if on == "" {
+		t.Fatal("p1 and p2 are not together on one internal load balancer")
+	}
+}
+
+func TestMultiSLBLocalPool(t *testing.T) {
+	e, idx := multiEnv(t)
+	ctx := ctxT(t)
+	nodes := []*v1.Node{node("n1", "10.240.0.11", nil), node("n2", "10.240.0.12", nil), node("n3", "10.240.0.13", nil)}
+	hosts := []string{"n2"}
+	e.lb.SetEndpointNodes(func(ns, name string) ([]string, bool) { return hosts, true })
+	svc := service("c1cccccc-0000-0000-0000-000000000000", "Loc", nil)
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	svc.Spec.HealthCheckNodePort = 32000
+	e.ensure(t, ctx, idx, svc, nodes)
+	lb := e.lbOrNil(t, testCluster)
+	if got := poolIPs(lb, "default-loc"); !slices.Equal(got, []string{"10.240.0.12"}) {
+		t.Fatalf("local pool = %v", got)
+	}
+	for _, r := range lb.Properties.LoadBalancingRules {
+		if !strings.HasSuffix(str(r.Properties.BackendAddressPool.ID), "/backendAddressPools/default-loc") {
+			t.Fatalf("rule %s uses %s", str(r.Name), str(r.Properties.BackendAddressPool.ID))
+		}
+	}
+	// Endpoints move: the updater's entry point rewrites the pool from the full set.
+	hosts = []string{"n1", "n3"}
+	res, err := e.lb.SyncLocalPool(ctx, testCluster, svc, nodes)
+	if err != nil || res != LocalPoolUpdated {
+		t.Fatalf("SyncLocalPool = %v, %v", res, err)
+	}
+	if got := poolIPs(e.lbOrNil(t, testCluster), "default-loc"); !slices.Equal(got, []string{"10.240.0.11", "10.240.0.13"}) {
+		t.Fatalf("local pool = %v", got)
+	}
+	if res, err := e.lb.SyncLocalPool(ctx, testCluster, svc, nodes); err != nil || res != LocalPoolUnchanged {
+		t.Fatalf("second SyncLocalPool = %v, %v", res, err)
+	}
+	// Back to Cluster: the dedicated pool goes.
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
+	svc.Spec.HealthCheckNodePort = 0
+	e.ensure(t, ctx, idx, svc, nodes)
+	if findPool(e.lbOrNil(t, testCluster), "default-loc") != nil {
+		t.Fatal("dedicated pool left after the switch to Cluster")
+	}
+}
+
+func drain(e *env) []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.recorder.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
