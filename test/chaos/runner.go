@@ -1,0 +1,434 @@
+// Package chaos runs randomized, seeded workloads against the CCM while azsim injects ARM
+// faults and the CCM is restarted, and then checks that Azure ends up exactly as the cluster
+// asks: every service served, nothing orphaned, nothing the user owns touched.
+//
+// `make chaos` runs the long variant (build tag chaos, CHAOS_* env); `make test` a short one.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+// Options of one chaos run.
+type Options struct {
+	Seed uint64
+	// Duration of the random phase (faults and restarts on).
+	Duration time.Duration
+	// FaultRate is the share of ARM requests that fail (429, 412, 500, failed LRO in equal parts).
+	FaultRate float64
+	// RestartEvery restarts the CCM (alternately SIGTERM and SIGKILL); 0 never.
+	RestartEvery time.Duration
+	// MaxServices bounds the number of LoadBalancer services alive at once.
+	MaxServices int
+	// Nodes is the scale set's capacity (each instance is a node).
+	Nodes int
+	// ConvergeTimeout bounds the wait for the invariants once faults stop.
+	ConvergeTimeout time.Duration
+	// PoolType is azure.json's loadBalancerBackendPoolConfigurationType.
+	PoolType string
+}
+
+// OptionsFromEnv overrides defaults with CHAOS_SEED, CHAOS_DURATION, CHAOS_FAULT_RATE,
+// CHAOS_RESTART_EVERY, CHAOS_MAX_SERVICES, CHAOS_NODES, CHAOS_POOL_TYPE.
+func OptionsFromEnv(t *testing.T, o Options) Options {
+	env := func(k string) string { return os.Getenv("CHAOS_" + k) }
+	var err error
+	if v := env("SEED"); v != "" {
+		if o.Seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("CHAOS_SEED: %v", err)
+		}
+	}
+	for k, d := range map[string]*time.Duration{"DURATION": &o.Duration, "RESTART_EVERY": &o.RestartEvery} {
+		if v := env(k); v != "" {
+			if *d, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("CHAOS_%s: %v", k, err)
+			}
+		}
+	}
+	if v := env("FAULT_RATE"); v != "" {
+		if o.FaultRate, err = strconv.ParseFloat(v, 64); err != nil {
+			t.Fatalf("CHAOS_FAULT_RATE: %v", err)
+		}
+	}
+	for k, n := range map[string]*int{"MAX_SERVICES": &o.MaxServices, "NODES": &o.Nodes} {
+		if v := env(k); v != "" {
+			if *n, err = strconv.Atoi(v); err != nil {
+				t.Fatalf("CHAOS_%s: %v", k, err)
+			}
+		}
+	}
+	if v := env("POOL_TYPE"); v != "" {
+		o.PoolType = v
+	}
+	return o
+}
+
+const (
+	namespace    = "chaos"
+	clusterName  = "kubernetes"
+	userPIPName  = "user-owned-pip"
+	userLBName   = "user-owned-lb"
+	userRuleName = "user-allow-ssh"
+	excludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+	annInternal  = "service.beta.kubernetes.io/azure-load-balancer-internal"
+	annPIPName   = "service.beta.kubernetes.io/azure-pip-name"
+	annIdle      = "service.beta.kubernetes.io/azure-load-balancer-tcp-idle-timeout"
+)
+
+// run is the state of one chaos run.
+type run struct {
+	t    *testing.T
+	o    Options
+	e    *framework.Env
+	rng  *rand.Rand
+	args []string
+
+	next     int
+	ops      map[string]int
+	restarts int
+	userPIP  bool // a service currently names the user's public IP
+}
+
+// Run executes one chaos run and fails t if an invariant does not hold in the end.
+func Run(t *testing.T, o Options) {
+	bin := filepath.Join(framework.BinDir(), framework.CCMBinaryName)
+	if _, err := os.Stat(bin); err != nil {
+		if framework.InCI() {
+			t.Fatalf("%s not built (make build): %v", bin, err)
+		}
+		t.Skipf("%s not built (make build)", bin)
+	}
+	if o.PoolType == "" {
+		o.PoolType = "nodeIP"
+	}
+	topo := framework.DefaultTopology()
+	topo.ScaleSets[0].Capacity = o.Nodes
+	e := framework.Start(t, framework.Options{Topology: topo, CloudConfig: map[string]any{
+		"loadBalancerBackendPoolConfigurationType": o.PoolType,
+		"loadBalancerCacheTTLInSeconds":            5,
+	}})
+	r := &run{t: t, o: o, e: e, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), ops: map[string]int{}}
+	t.Logf("chaos: seed %d (replay with CHAOS_SEED=%d), duration %s, fault rate %.2f, restart every %s, %d nodes, ≤%d services, %s pools",
+		o.Seed, o.Seed, o.Duration, o.FaultRate, o.RestartEvery, o.Nodes, o.MaxServices, o.PoolType)
+
+	ctx := context.Background()
+	user := seedUserResources(t, e)
+	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := framework.CreateNodes(ctx, e.Kube, framework.NodeOptions{ProviderID: true}, e.Machines...); err != nil {
+		t.Fatal(err)
+	}
+	r.args = []string{"--controllers=service,cloud-node,cloud-node-lifecycle", "--concurrent-service-syncs=10", "--node-monitor-period=5s"}
+	e.StartCCM(r.args...)
+	for _, m := range e.Machines {
+		e.WaitFor("node "+m.NodeName+" initialised", e.NodeInitialized(m.NodeName), 2*time.Minute)
+	}
+
+	obsCtx, stopObserving := context.WithCancel(ctx)
+	defer stopObserving()
+	go r.observe(obsCtx, user.nsgID, 250*time.Millisecond)
+	faultIDs := r.injectFaults(ctx)
+	began := time.Now()
+	nextRestart := began.Add(o.RestartEvery)
+	for time.Since(began) < o.Duration {
+		r.step(ctx)
+		if o.RestartEvery > 0 && time.Now().After(nextRestart) {
+			r.restart()
+			nextRestart = time.Now().Add(o.RestartEvery)
+		}
+		time.Sleep(time.Duration(100+r.rng.IntN(600)) * time.Millisecond)
+	}
+	hits := r.faultHits(ctx, faultIDs)
+	if err := e.Azsim.ClearFaults(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A CCM that a restart left dead would make the check below wait for nothing.
+	if p := e.CCM(); p != nil {
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("the CCM exited by itself: %v (log %s)", err, e.CCMLogPath())
+		}
+	}
+
+	converge := time.Now()
+	var last error
+	e.WaitFor("Azure state equals the desired state", func(ctx context.Context) (bool, error) {
+		last = checkInvariants(ctx, e, user)
+		return last == nil, last
+	}, o.ConvergeTimeout)
+	stats, _ := e.Azsim.Stats(ctx)
+	t.Logf("chaos: converged %s after the faults stopped; operations %s; restarts %d; faults hit %s; ARM requests %s",
+		time.Since(converge).Round(time.Second), formatCounts(r.ops), r.restarts, formatCounts(hits), summarizeStats(stats))
+}
+
+// injectFaults adds one rule per fault kind, each with a quarter of the fault rate.
+func (r *run) injectFaults(ctx context.Context) map[string]string {
+	ids := map[string]string{}
+	if r.o.FaultRate <= 0 {
+		return ids
+	}
+	q := r.o.FaultRate / 4
+	rules := map[string]client.Fault{
+		"429":        {Kind: middleware.FaultThrottle, Rate: q, RetryAfterSeconds: 1},
+		"412":        {Kind: middleware.FaultPrecondition, Class: middleware.Write, Rate: q},
+		"500":        {Kind: middleware.FaultError, Status: 500, Code: "InternalServerError", Message: "chaos", Rate: q},
+		"failed LRO": {Kind: middleware.FaultLROFailed, Class: middleware.Write, Rate: q},
+	}
+	for name, f := range rules {
+		added, err := r.e.Azsim.AddFault(ctx, f)
+		if err != nil {
+			r.t.Fatalf("add fault %s: %v", name, err)
+		}
+		ids[name] = added.ID
+	}
+	return ids
+}
+
+func (r *run) faultHits(ctx context.Context, ids map[string]string) map[string]int {
+	out := map[string]int{}
+	faults, err := r.e.Azsim.Faults(ctx)
+	if err != nil {
+		r.t.Logf("chaos: faults: %v", err)
+		return out
+	}
+	for name, id := range ids {
+		for _, f := range faults {
+			if f.ID == id {
+				out[name] = f.Hits
+			}
+		}
+	}
+	return out
+}
+
+// step performs one random operation on services or nodes.
+func (r *run) step(ctx context.Context) {
+	svcs, err := r.e.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		r.t.Logf("chaos: list services: %v", err)
+		return
+	}
+	n := len(svcs.Items)
+	switch p := r.rng.IntN(100); {
+	case p < 35 && n < r.o.MaxServices, n == 0:
+		r.createService(ctx)
+	case p < 65:
+		r.updateService(ctx, &svcs.Items[r.rng.IntN(n)])
+	case p < 85:
+		r.deleteService(ctx, &svcs.Items[r.rng.IntN(n)])
+	default:
+		r.toggleNode(ctx)
+	}
+}
+
+func (r *run) ports() []corev1.ServicePort {
+	choices := []corev1.ServicePort{
+		{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+		{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP},
+		{Name: "alt", Port: 8080, Protocol: corev1.ProtocolTCP},
+		{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+	}
+	r.rng.Shuffle(len(choices), func(i, j int) { choices[i], choices[j] = choices[j], choices[i] })
+	out := choices[:1+r.rng.IntN(2)]
+	for i := range out {
+		out[i].TargetPort = intstr.FromInt32(out[i].Port)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
+	return append([]corev1.ServicePort(nil), out...)
+}
+
+func (r *run) createService(ctx context.Context) {
+	r.next++
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", r.next), Namespace: namespace, Annotations: map[string]string{}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: r.ports(), Selector: map[string]string{"app": "x"}},
+	}
+	switch p := r.rng.IntN(10); {
+	case p < 3:
+		svc.Annotations[annInternal] = "true"
+	case p < 4 && !r.userPIP:
+		svc.Annotations[annPIPName] = userPIPName
+		r.userPIP = true
+	}
+	created, err := r.e.Kube.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		r.t.Logf("chaos: create %s: %v", svc.Name, err)
+		return
+	}
+	r.journal("create %s uid=%s annotations=%v ports=%v", svc.Name, created.UID, svc.Annotations, portList(svc.Spec.Ports))
+	r.ops["create"]++
+}
+
+func (r *run) updateService(ctx context.Context, svc *corev1.Service) {
+	svc = svc.DeepCopy()
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	what := ""
+	switch r.rng.IntN(3) {
+	case 0:
+		svc.Spec.Ports, what = r.ports(), "ports"
+	case 1:
+		if len(svc.Spec.LoadBalancerSourceRanges) > 0 {
+			svc.Spec.LoadBalancerSourceRanges = nil
+		} else {
+			svc.Spec.LoadBalancerSourceRanges = []string{fmt.Sprintf("203.0.%d.0/24", r.rng.IntN(250))}
+		}
+		what = "source ranges"
+	default:
+		if _, ok := svc.Annotations[annIdle]; ok {
+			delete(svc.Annotations, annIdle)
+		} else {
+			svc.Annotations[annIdle] = strconv.Itoa(4 + r.rng.IntN(26))
+		}
+		what = "idle timeout"
+	}
+	// Node ports are kept by the API server only when they are sent back.
+	for i := range svc.Spec.Ports {
+		svc.Spec.Ports[i].NodePort = 0
+	}
+	if _, err := r.e.Kube.CoreV1().Services(namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			r.t.Logf("chaos: update %s (%s): %v", svc.Name, what, err)
+		}
+		return
+	}
+	r.ops["update "+what]++
+	r.journal("update %s %s ports=%v ranges=%v annotations=%v", svc.Name, what, portList(svc.Spec.Ports), svc.Spec.LoadBalancerSourceRanges, svc.Annotations)
+}
+
+func (r *run) deleteService(ctx context.Context, svc *corev1.Service) {
+	if err := r.e.Kube.CoreV1().Services(namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
+		r.t.Logf("chaos: delete %s: %v", svc.Name, err)
+		return
+	}
+	if svc.Annotations[annPIPName] == userPIPName {
+		// The user's IP is free again once the old service's finalizer is gone.
+		r.waitGone(ctx, svc.Name)
+		r.userPIP = false
+	}
+	r.ops["delete"]++
+	r.journal("delete %s uid=%s", svc.Name, svc.UID)
+}
+
+// waitGone waits (bounded) for a deleted service's finalizer to be removed.
+func (r *run) waitGone(ctx context.Context, name string) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := r.e.Kube.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (r *run) toggleNode(ctx context.Context) {
+	m := r.e.Machines[r.rng.IntN(len(r.e.Machines))]
+	n, err := r.e.Kube.CoreV1().Nodes().Get(ctx, m.NodeName, metav1.GetOptions{})
+	if err != nil {
+		r.t.Logf("chaos: get node %s: %v", m.NodeName, err)
+		return
+	}
+	op := "exclude node"
+	if _, ok := n.Labels[excludeLabel]; ok {
+		delete(n.Labels, excludeLabel)
+		op = "include node"
+	} else {
+		n.Labels[excludeLabel] = "true"
+	}
+	if _, err := r.e.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		if !apierrors.IsConflict(err) {
+			r.t.Logf("chaos: %s %s: %v", op, m.NodeName, err)
+		}
+		return
+	}
+	r.ops[op]++
+	r.journal("%s %s", op, m.NodeName)
+}
+
+// restart stops the CCM gracefully or kills it, alternately, and starts it again.
+func (r *run) restart() {
+	r.restarts++
+	if r.restarts%2 == 0 {
+		if p := r.e.CCM(); p != nil {
+			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+			<-p.Done()
+		}
+		_ = r.e.StopCCM() // reports the kill as an unexpected exit
+		r.e.StartCCM(r.args...)
+		r.ops["ccm killed"]++
+		r.journal("ccm killed and started")
+		return
+	}
+	r.e.RestartCCM()
+	r.ops["ccm restarted"]++
+	r.journal("ccm restarted")
+}
+
+// journal records an operation in the environment's log dir (kept with the artifacts of a
+// failed run), so a failure can be matched with what the run did.
+func (r *run) journal(format string, args ...any) {
+	f, err := os.OpenFile(filepath.Join(r.e.Dir, "logs", "chaos-journal.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func portList(ps []corev1.ServicePort) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s/%d", p.Protocol, p.Port))
+	}
+	return out
+}
+
+func formatCounts[V int | int64](m map[string]V) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// summarizeStats sums azsim's counters into reads and writes per resource type.
+func summarizeStats(s client.Stats) string {
+	m := map[string]int64{}
+	for _, c := range s.Requests {
+		kind := "read"
+		if c.Method != "GET" {
+			kind = "write"
+		}
+		typ := c.ResourceType
+		if i := strings.LastIndex(typ, "/"); i >= 0 {
+			typ = typ[i+1:]
+		}
+		m[typ+" "+kind] += c.Count
+	}
+	return formatCounts(m)
+}
