@@ -195,6 +195,10 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		for _, a := range addrs {
 			ap := arm.Props(a)
 			ip := arm.Str(ap, "ipAddress")
+			if ip != "" && strings.EqualFold(skuName, "Basic") {
+				return arm.BadRequest("BasicSkuLoadBalancerDoesNotSupportIPBasedBackendPool",
+					"Backend address pool %s of Basic load balancer %s cannot have IP address members; IP-based pools need a Standard load balancer.", pid, w.ID)
+			}
 			if ip != "" && (nicBased || refID(ap, "networkInterfaceIPConfiguration") != "") {
 				return arm.BadRequest("LoadBalancerBackendAddressPoolCannotMixNicAndIpBasedMembers",
 					"Backend address pool %s contains network interface ip configurations and cannot also contain IP addresses.", pid)

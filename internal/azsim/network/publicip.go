@@ -91,6 +91,9 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 		if skuName(w.Old) != "" && !strings.EqualFold(skuName(w.Old), arm.Str(sku, "name")) && arm.Str(w.Old, "properties", "ipConfiguration", "id") != "" {
 			return arm.BadRequest("PublicIPSkuCannotBeChangedWhenAssociated", "Public IP %s SKU cannot be changed while it is associated with %s.", w.ID, arm.Str(w.Old, "properties", "ipConfiguration", "id"))
 		}
+		if err := checkSKUChange(w.ID.String(), w.Old, arm.Str(sku, "name")); err != nil {
+			return err
+		}
 		if !sameStrings(stringsAt(w.Old, "zones"), stringsAt(d, "zones")) {
 			return arm.BadRequest("ResourceAvailabilityZonesCannotBeModified", "Resource %s has an existing availability zone constraint %v and the request has availability zone constraint %v, which do not match. Zones cannot be added/updated/removed once the resource is created.", w.ID, stringsAt(w.Old, "zones"), stringsAt(d, "zones"))
 		}
@@ -283,4 +286,26 @@ func sameStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// checkSKUChange applies ARM's in-place public IP upgrade rules (documented for the Basic
+// retirement): only Basic → Standard is allowed, never a downgrade, and a Basic IP must be
+// Static before its upgrade (a Dynamic one has no address of its own to keep). The error codes
+// of the last two rules are azsim's: the reference material names no code for them.
+func checkSKUChange(id string, old map[string]any, to string) error {
+	from := skuName(old)
+	if from == "" {
+		from = "Basic"
+	}
+	if strings.EqualFold(from, to) {
+		return nil
+	}
+	if !strings.EqualFold(from, "Basic") {
+		return arm.BadRequest("PublicIPSkuDowngradeNotAllowed", "Public IP %s cannot be changed from SKU %s to %s.", id, from, to)
+	}
+	if !strings.EqualFold(arm.Str(old, "properties", "publicIPAllocationMethod"), "Static") {
+		return arm.BadRequest("PublicIPSkuUpgradeRequiresStaticAllocation",
+			"Public IP %s must use Static allocation before its SKU can be upgraded from Basic to %s.", id, to)
+	}
+	return nil
 }
