@@ -5,7 +5,9 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
+	_ "github.com/azure-ccm/azure-ccm/internal/loadbalancer/localpools" // local-pools controller (multiple load balancers)
 	"github.com/azure-ccm/azure-ccm/internal/provider"
+	"github.com/azure-ccm/azure-ccm/internal/servicegateway"
 )
 
 // defaultConcurrentServiceSyncs replaces the upstream default of --concurrent-service-syncs (1).
@@ -30,6 +32,9 @@ func benchmarkFlags() cliflag.NamedFlagSets {
 // installLoadBalancer plugs the load balancer implementation into the provider.
 func installLoadBalancer() {
 	provider.SetLoadBalancerBuilder(func(d provider.LoadBalancerDeps) (cloudprovider.LoadBalancer, error) {
+		if servicegateway.Enabled(d.Config) { // the service-gateway controller serves every Service
+			return servicegateway.ElsewhereLoadBalancer{}, nil
+		}
 		o := loadbalancer.Options{
 			Config:        d.Config,
 			Network:       d.Clients.Network,

@@ -23,6 +23,7 @@ import (
 	_ "github.com/azure-ccm/azure-ccm/internal/controllers/adminstate" // admin-state controller
 	_ "github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"    // pv-zone-labels controller
 	"github.com/azure-ccm/azure-ccm/internal/provider"
+	_ "github.com/azure-ccm/azure-ccm/internal/servicegateway/controller" // service-gateway controller
 )
 
 func main() {
