@@ -47,10 +47,14 @@ func (x *executor) execute(ctx context.Context, p *Plan, nodes []*v1.Node, attem
 		}
 		began := time.Now()
 		var err error
-		if ph == PhaseHandOff {
+		switch ph {
+		case PhaseHandOff:
 			err = x.handOff(ctx, steps, nodes)
-		} else {
-			err = x.parallel(ctx, steps, func(ctx context.Context, s Step) error { return x.step(ctx, s) })
+		case PhaseUpgradePIPs:
+			// Inside the downtime window: every public IP at once (each is its own resource).
+			err = x.parallelN(ctx, min(len(steps), maxHandOff), steps, x.step)
+		default:
+			err = x.parallel(ctx, steps, x.step)
 		}
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", ph, err)
@@ -71,9 +75,16 @@ func (x *executor) execute(ctx context.Context, p *Plan, nodes []*v1.Node, attem
 	return nil
 }
 
+// maxHandOff bounds the services handed off at once.
+const maxHandOff = 256
+
 // parallel runs fn for every step, at most Concurrency at a time, and joins the errors.
 func (x *executor) parallel(ctx context.Context, steps []Step, fn func(context.Context, Step) error) error {
-	sem := make(chan struct{}, x.o.Concurrency)
+	return x.parallelN(ctx, x.o.Concurrency, steps, fn)
+}
+
+func (x *executor) parallelN(ctx context.Context, n int, steps []Step, fn func(context.Context, Step) error) error {
+	sem := make(chan struct{}, max(n, 1))
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -194,7 +205,9 @@ func (x *executor) detach(ctx context.Context, e membership.Edit) error {
 // pinned to its status address with an in-memory annotation: the Standard path then creates its
 // frontend Static at that address and keeps it on every later reconcile.
 func (x *executor) handOff(ctx context.Context, steps []Step, nodes []*v1.Node) error {
-	return x.parallel(ctx, steps, func(ctx context.Context, s Step) error {
+	// All at once: the load balancer and NSG writers merge concurrent services into one write
+	// each, so the last service's rules land as early as the first one's.
+	return x.parallelN(ctx, min(len(steps), maxHandOff), steps, func(ctx context.Context, s Step) error {
 		sp := s.Service
 		svc := pinned(sp)
 		st, err := x.o.LoadBalancer.EnsureLoadBalancer(ctx, x.o.ClusterName, svc, nodes)
