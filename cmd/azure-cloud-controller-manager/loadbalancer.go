@@ -65,6 +65,11 @@ func installLoadBalancer() {
 				}
 			}
 		}
-		return loadbalancer.New(o)
+		lb, err := loadbalancer.New(o)
+		if err != nil {
+			return nil, err
+		}
+		migrateBeforeServing(d, lb) // Basic → Standard, once per start (migration.go)
+		return lb, nil
 	})
 }

@@ -50,6 +50,7 @@ func main() {
 // named; login or ARM failures are retried with backoff inside provider.New.
 func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
 	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
+	migrationClusterName = c.ComponentConfig.KubeCloudShared.ClusterName
 	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
 	if err != nil {
 		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)

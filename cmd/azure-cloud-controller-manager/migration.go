@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/migration"
+	"github.com/azure-ccm/azure-ccm/internal/provider"
+)
+
+// migrationClusterName is --cluster-name, kept by cloudInitializer: the load balancer builder
+// does not receive it, and the migration must name pools and public IPs as the service
+// controller will.
+var migrationClusterName = "kubernetes"
+
+// migrationTimeout bounds the migration at start-up; after it the load balancer is served
+// anyway (a failed migration is retried at the next start).
+const migrationTimeout = 15 * time.Minute
+
+// envMigrationExitAfter names a phase (migration.Phase.String) after which the CCM exits with
+// status 3: the e2e tests use it to crash the migration at every step and restart it.
+const envMigrationExitAfter = "AZURE_CCM_MIGRATION_EXIT_AFTER"
+
+// migrateBeforeServing runs the Basic to Standard load balancer migration when the load
+// balancer implementation is built: after leader election and before the service controller
+// (or any other controller) gets the implementation, so no service reconcile runs while Basic
+// load balancers are being replaced. Without Basic load balancers it costs one LIST.
+func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBalancer) {
+	migration.RegisterMetrics()
+	if d.Config == nil || !d.Config.IsStandardSKU() {
+		return
+	}
+	if d.Kube == nil {
+		klog.ErrorS(nil, "Basic to Standard load balancer migration skipped: the provider has no Kubernetes client")
+		return
+	}
+	o := migration.Options{Config: d.Config, ClusterName: migrationClusterName, Network: d.Clients.Network,
+		NodeNetwork: d.Clients.NodeNetwork, Compute: d.Clients.Compute, Kube: d.Kube, Recorder: d.Recorder,
+		LoadBalancer: lb, PollFrequency: d.Clients.PollFrequency}
+	if d.Nodes != nil {
+		o.VMSetOf = func(ctx context.Context, n *v1.Node) (string, error) {
+			inst, err := d.Nodes.Instance(ctx, n)
+			if err != nil {
+				return "", err
+			}
+			return inst.VMSet.Name, nil
+		}
+	}
+	if s := os.Getenv(envMigrationExitAfter); s != "" {
+		if stop, ok := migration.ParsePhase(s); ok {
+			o.AfterPhase = func(p migration.Phase) {
+				if p == stop {
+					klog.InfoS("Exiting after migration phase (test hook)", "phase", p.String(), "env", envMigrationExitAfter)
+					klog.Flush()
+					os.Exit(3)
+				}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), migrationTimeout)
+	defer cancel()
+	if _, err := migration.Run(ctx, o); err != nil {
+		klog.ErrorS(err, "Basic to Standard load balancer migration did not finish; services are served anyway and the migration resumes at the next start")
+	}
+}
