@@ -19,6 +19,7 @@ import (
 
 	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/test/bench/report"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
@@ -147,13 +148,29 @@ func TestAdminStateBench(t *testing.T) {
 		return lat, total, writes() - before
 	}
 
-	var report strings.Builder
-	fmt.Fprintf(&report, "# Admin state: taint to Down in azsim (1 s latency on every ARM write)\n\n")
-	fmt.Fprintf(&report, "%d nodes, nodeIP pool, one public load balancer (one IPv4 cluster pool).\n\n", nodes)
-	fmt.Fprintf(&report, "| scenario | samples | p50 | p99 | max | ARM pool writes |\n|---|---|---|---|---|---|\n")
+	var md strings.Builder
+	fmt.Fprintf(&md, "# Admin state: taint to Down in azsim (1 s latency on every ARM write)\n\n")
+	fmt.Fprintf(&md, "%d nodes, nodeIP pool, one public load balancer (one IPv4 cluster pool).\n\n", nodes)
+	fmt.Fprintf(&md, "| scenario | samples | p50 | p99 | max | ARM pool writes |\n|---|---|---|---|---|---|\n")
+
+	b := &bench{t: t, env: e}
+	res := newResult("adminstate", "Admin state: taint to Down", "TestAdminStateBench")
+	res.Description = fmt.Sprintf("%d nodes behind one LoadBalancer service (`nodeIP` pool); every ARM write takes 1 s in azsim. "+
+		"The time from a node's `node.kubernetes.io/out-of-service` taint update to its pool entry showing admin state `Down` "+
+		"in azsim (polled every 5 ms), for one node (10 rounds) and for all %d tainted at once (3 rounds), and the pool "+
+		"writes those cost. Untainting restores `None` the same way.", nodes, nodes)
+	res.Config = map[string]string{"nodes": fmt.Sprint(nodes), "latency": "1 s on every ARM write, reads immediate", "backend pool type": "nodeIP"}
+	secs := func(ds []time.Duration) []float64 {
+		var out []float64
+		for _, d := range ds {
+			out = append(out, d.Seconds())
+		}
+		return out
+	}
 
 	var single []time.Duration
 	var singleWrites int64
+	m1 := b.meter()
 	for i := 0; i < 10; i++ {
 		m := e.Machines[i%nodes]
 		lat, _, w := round([]framework.Machine{m}, true)
@@ -161,27 +178,50 @@ func TestAdminStateBench(t *testing.T) {
 		singleWrites += w
 		round([]framework.Machine{m}, false)
 	}
-	fmt.Fprintf(&report, "| 1 node tainted (10 rounds) | %d | %s | %s | %s | %.1f per round |\n", len(single), pct(single, 50), pct(single, 99), pct(single, 100), float64(singleWrites)/10)
+	p1 := m1.phase("1 node tainted, then untainted (10 rounds)", "ours", 0)
+	fmt.Fprintf(&md, "| 1 node tainted (10 rounds) | %d | %s | %s | %s | %.1f per round |\n", len(single), pct(single, 50), pct(single, 99), pct(single, 100), float64(singleWrites)/10)
 
 	var many []time.Duration
+	var manyWrites int64
+	var allDown []float64
+	m2 := b.meter()
 	for r := 0; r < 3; r++ {
 		lat, total, w := round(e.Machines, true)
 		many = append(many, lat...)
-		fmt.Fprintf(&report, "| %d nodes tainted at once, round %d | %d | %s | %s | %s | %d (all Down %s after the first taint) |\n",
+		manyWrites += w
+		allDown = append(allDown, total.Seconds())
+		fmt.Fprintf(&md, "| %d nodes tainted at once, round %d | %d | %s | %s | %s | %d (all Down %s after the first taint) |\n",
 			nodes, r+1, len(lat), pct(lat, 50), pct(lat, 99), pct(lat, 100), w, total.Round(time.Millisecond))
 		lat, total, w = round(e.Machines, false)
-		fmt.Fprintf(&report, "| %d nodes untainted at once, round %d | %d | %s | %s | %s | %d (all None %s) |\n",
+		fmt.Fprintf(&md, "| %d nodes untainted at once, round %d | %d | %s | %s | %s | %d (all None %s) |\n",
 			nodes, r+1, len(lat), pct(lat, 50), pct(lat, 99), pct(lat, 100), w, total.Round(time.Millisecond))
 	}
-	fmt.Fprintf(&report, "| %d nodes tainted at once, all rounds | %d | %s | %s | %s | |\n", nodes, len(many), pct(many, 50), pct(many, 99), pct(many, 100))
-	t.Log("\n" + report.String())
+	p2 := m2.phase(fmt.Sprintf("%d nodes tainted at once, then untainted (3 rounds)", nodes), "ours", 0)
+	fmt.Fprintf(&md, "| %d nodes tainted at once, all rounds | %d | %s | %s | %s | |\n", nodes, len(many), pct(many, 50), pct(many, 99), pct(many, 100))
+	t.Log("\n" + md.String())
+
+	p1.Metrics["taint → Down p50 s"] = report.Percentile(secs(single), 50)
+	p1.Metrics["taint → Down p99 s"] = report.Percentile(secs(single), 99)
+	p1.Metrics["pool writes per taint"] = float64(singleWrites) / 10
+	p2.Metrics["taint → Down p50 s"] = report.Percentile(secs(many), 50)
+	p2.Metrics["taint → Down p99 s"] = report.Percentile(secs(many), 99)
+	p2.Metrics["all Down after first taint, max over rounds s"] = report.Percentile(allDown, 100)
+	p2.Metrics["pool writes per 50-node taint"] = float64(manyWrites) / 3
+	res.Phases = []report.Phase{p1, p2}
+	res.Goals = []report.Goal{
+		{Name: fmt.Sprintf("%d nodes: every entry Down (p99 per node)", nodes), Want: "< 2 s", Got: fmt.Sprintf("%.2f s", p2.Metrics["taint → Down p99 s"]),
+			Met: p2.Metrics["taint → Down p99 s"] < 2},
+		{Name: fmt.Sprintf("pool writes for %d nodes tainted at once", nodes), Want: "1 (one pool)", Got: fmt.Sprintf("%.1f", p2.Metrics["pool writes per 50-node taint"]),
+			Met: p2.Metrics["pool writes per 50-node taint"] <= 1},
+	}
+	res.Headline = []string{fmt.Sprintf("with 1 s ARM writes: 1 node Down in p50 %.2f s / p99 %.2f s; %d nodes at once p50 %.2f s / p99 %.2f s with %.1f pool writes",
+		p1.Metrics["taint → Down p50 s"], p1.Metrics["taint → Down p99 s"], nodes, p2.Metrics["taint → Down p50 s"], p2.Metrics["taint → Down p99 s"],
+		p2.Metrics["pool writes per 50-node taint"])}
+	writeResult(t, res)
 	if dir := os.Getenv("AZURE_CCM_BENCH_OUT"); dir != "" {
 		_ = os.MkdirAll(dir, 0o755)
-		if err := os.WriteFile(filepath.Join(dir, "adminstate.md"), []byte(report.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "adminstate.md"), []byte(md.String()), 0o644); err != nil {
 			t.Error(err)
-		}
-		if b, err := os.ReadFile(e.CCMLogPath()); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, "adminstate-ccm.log"), b, 0o644)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
+	"github.com/azure-ccm/azure-ccm/test/bench/report"
 )
 
 // azsim bench sizes: 10,000 resources in all, of which the seeded topology
@@ -195,8 +196,8 @@ func TestAzsimBench(t *testing.T) {
 	began := time.Now()
 	heap0, _ := azMem()
 	e := azStart(t)
-	var report strings.Builder
-	fmt.Fprintf(&report, "# azsim benchmark (%s, GOMAXPROCS=%d)\n\n", time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0))
+	var md strings.Builder
+	fmt.Fprintf(&md, "# azsim benchmark (%s, GOMAXPROCS=%d)\n\n", time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0))
 
 	topo := &topology.Topology{
 		ResourceGroups: []string{azRG},
@@ -305,20 +306,20 @@ func TestAzsimBench(t *testing.T) {
 	lbPut := time.Since(t0)
 
 	heap, rss := azMem()
-	fmt.Fprintf(&report, "%d resources held (2 Uniform scale sets with %d instances, %d VMs with NICs, %d public IPs, an LB with %d frontends, 100 rules and a pool of %d NIC ip configurations, NICs).\n",
+	fmt.Fprintf(&md, "%d resources held (2 Uniform scale sets with %d instances, %d VMs with NICs, %d public IPs, an LB with %d frontends, 100 rules and a pool of %d NIC ip configurations, NICs).\n",
 		total, azScaleSetSize, azVMs, azFrontends+int(pipSeq.Load()), azFrontends, azScaleSetSize+int(nicSeq.Load()))
-	fmt.Fprintf(&report, "Seeding the topology took %s, the LB and its public IPs %s, the NIC fill %s.\n", seedTime.Round(time.Millisecond),
+	fmt.Fprintf(&md, "Seeding the topology took %s, the LB and its public IPs %s, the NIC fill %s.\n", seedTime.Round(time.Millisecond),
 		lbTime.Round(time.Millisecond), fillTime.Round(time.Millisecond))
-	fmt.Fprintf(&report, "One SDK operation = one SDK call; a PUT is an LRO (PUT, a status poll, the final GET). Phases last %s.\n\n", azPhase)
-	fmt.Fprintf(&report, "| operation | concurrency | SDK ops/s |\n|---|---:|---:|\n")
+	fmt.Fprintf(&md, "One SDK operation = one SDK call; a PUT is an LRO (PUT, a status poll, the final GET). Phases last %s.\n\n", azPhase)
+	fmt.Fprintf(&md, "| operation | concurrency | SDK ops/s |\n|---|---:|---:|\n")
 	for _, x := range rows {
-		fmt.Fprintf(&report, "| %s | %d | %.0f |\n", x.op, x.c, x.rate)
+		fmt.Fprintf(&md, "| %s | %d | %.0f |\n", x.op, x.c, x.rate)
 	}
-	fmt.Fprintf(&report, "| PUT loadBalancer (%d frontends, full replace) | 1 | %.1f |\n", azFrontends, 1/lbPut.Seconds())
-	fmt.Fprintf(&report, "\nMemory with %d resources (benchmark process, azsim in-process): Go heap in use after GC %.0f MiB (%.0f MiB more than before azsim started), RSS %.0f MiB.\n",
+	fmt.Fprintf(&md, "| PUT loadBalancer (%d frontends, full replace) | 1 | %.1f |\n", azFrontends, 1/lbPut.Seconds())
+	fmt.Fprintf(&md, "\nMemory with %d resources (benchmark process, azsim in-process): Go heap in use after GC %.0f MiB (%.0f MiB more than before azsim started), RSS %.0f MiB.\n",
 		total, float64(heap)/(1<<20), (float64(heap)-float64(heap0))/(1<<20), float64(rss)/(1<<20))
-	fmt.Fprintf(&report, "Total time %s.\n", time.Since(began).Round(time.Second))
-	fmt.Print(report.String())
+	fmt.Fprintf(&md, "Total time %s.\n", time.Since(began).Round(time.Second))
+	fmt.Print(md.String())
 	dir := os.Getenv("AZURE_CCM_BENCH_OUT")
 	if dir == "" {
 		dir = filepath.Join("..", "..", "_output", "bench")
@@ -326,9 +327,38 @@ func TestAzsimBench(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "azsim.md"), []byte(report.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "azsim.md"), []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	res := newResult("azsim", "azsim throughput and memory", "TestAzsimBench")
+	res.Description = fmt.Sprintf("azsim in-process over HTTPS, driven by the real SDK clients (armnetwork/v9) with a client-secret "+
+		"credential, no latency model. It holds %d resources: 2 Uniform scale sets of %d instances in all, %d VMs with NICs, "+
+		"%d public IPs, an LB with %d frontends, 100 rules and a pool of NIC ip configurations, and NICs. One SDK operation is "+
+		"one SDK call; a PUT is an LRO (PUT, a status poll, the final GET). Each rate is measured for %s. Memory is the "+
+		"benchmark process's (azsim in-process) after GC.", total, azScaleSetSize, azVMs, azFrontends+int(pipSeq.Load()), azFrontends, azPhase)
+	res.Config = map[string]string{"resources": fmt.Sprint(total), "GOMAXPROCS": fmt.Sprint(runtime.GOMAXPROCS(0)), "phase": azPhase.String()}
+	ph := report.Phase{Name: "SDK operations per second", Variant: "azsim", Metrics: map[string]float64{}}
+	for _, x := range rows {
+		ph.Metrics[fmt.Sprintf("%s, concurrency %d (ops/s)", x.op, x.c)] = x.rate
+	}
+	ph.Metrics[fmt.Sprintf("PUT loadBalancer (%d frontends, full replace), concurrency 1 (ops/s)", azFrontends)] = 1 / lbPut.Seconds()
+	ph.Metrics[fmt.Sprintf("Go heap in use with %d resources (MiB)", total)] = float64(heap) / (1 << 20)
+	ph.Metrics[fmt.Sprintf("process RSS with %d resources (MiB)", total)] = float64(rss) / (1 << 20)
+	ph.Metrics["seeding the topology (s)"] = seedTime.Seconds()
+	res.Phases = []report.Phase{ph}
+	best := func(prefix string) float64 {
+		var m float64
+		for _, x := range rows {
+			if strings.HasPrefix(x.op, prefix) {
+				m = max(m, x.rate)
+			}
+		}
+		return m
+	}
+	res.Headline = []string{fmt.Sprintf("up to %.0f SDK GETs/s and %.0f SDK PUTs/s (LROs) on this machine; %.0f MiB heap (%.0f MiB RSS) with %d resources",
+		best("GET publicIPAddress"), best("PUT publicIPAddress"), float64(heap)/(1<<20), float64(rss)/(1<<20), total)}
+	res.Goals = []report.Goal{{Name: "resources held", Want: fmt.Sprintf("≥ %d", azTotal), Got: fmt.Sprint(total), Met: total >= azTotal}}
+	writeResult(t, res)
 	if total < azTotal {
 		t.Errorf("only %d resources", total)
 	}

@@ -210,3 +210,6 @@ func ratio(a, b float64) float64 {
 // ccmBinary is $AZURE_CCM_BENCH_CCM: a copy of the CCM that a rebuild of _output/bin cannot
 // replace in the middle of a long run ("" = the framework's default, _output/bin).
 func ccmBinary() string { return os.Getenv("AZURE_CCM_BENCH_CCM") }
+
+// clusterArgs widen the service range: kube-apiserver's default /24 holds only 254 Services.
+var clusterArgs = []string{"kube-apiserver=service-cluster-ip-range=10.96.0.0/16"}

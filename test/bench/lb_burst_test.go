@@ -192,7 +192,7 @@ func (b *bench) deleteAll(ns string) {
 func TestLoadBalancerBurst(t *testing.T) {
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = benchNodes
-	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute,
+	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
 		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
 	b := &bench{t: t, env: env}
 	env.CreateNodes(framework.NodeOptions{ProviderID: true}, env.Machines...)

@@ -61,7 +61,7 @@ func (b *bench) taintOutOfService(ms []framework.Machine) []time.Time {
 func TestRollingUpgrade(t *testing.T) {
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = 2 * rollNodes
-	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute,
+	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
 		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
 	b := &bench{t: t, env: env}
 	old, repl := env.Machines[:rollNodes], env.Machines[rollNodes:]

@@ -28,7 +28,7 @@ func TestScaleSetScaling(t *testing.T) {
 	extra := scaleBatch * scaleBatches
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = scaleNodes + extra
-	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute,
+	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
 		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
 	b := &bench{t: t, env: env}
 	base, spare := env.Machines[:scaleNodes], env.Machines[scaleNodes:]

@@ -225,3 +225,19 @@ func rank(s string) int {
 	}
 	return len(Order)
 }
+
+// CPU is the CCM's CPU seconds in the phase (0 when not measured).
+func (p Phase) CPU() float64 {
+	if p.CCM == nil {
+		return 0
+	}
+	return p.CCM.CPUSeconds
+}
+
+// PeakRSS is the CCM's peak RSS in MiB (0 when not measured).
+func (p Phase) PeakRSS() float64 {
+	if p.CCM == nil {
+		return 0
+	}
+	return p.CCM.PeakRSSMiB
+}

@@ -1,0 +1,101 @@
+//go:build bench
+
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
+	"github.com/azure-ccm/azure-ccm/test/bench/report"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+var (
+	largeNodes    = envInt("BENCH_LARGE_NODES", 5000)
+	largeServices = envInt("BENCH_LARGE_SERVICES", 1000)
+	largeSteady   = time.Duration(envInt("BENCH_LARGE_STEADY_SECONDS", 120)) * time.Second
+)
+
+// largeTopology spreads n machines over scale sets of at most 1,000 instances (Azure's limit)
+// in a /16 node subnet.
+func largeTopology(n int) *topology.Topology {
+	topo := framework.DefaultTopology()
+	topo.VirtualNetworks[0].AddressPrefixes = []string{"10.0.0.0/8"}
+	topo.VirtualNetworks[0].Subnets[0].AddressPrefix = "10.1.0.0/16"
+	rg := topo.ScaleSets[0].ResourceGroup
+	topo.ScaleSets = nil
+	for i := 0; n > 0; i++ {
+		c := min(n, 1000)
+		topo.ScaleSets = append(topo.ScaleSets, topology.ScaleSet{ResourceGroup: rg, Name: fmt.Sprintf("pool%d", i), Capacity: c, Zones: []string{"1", "2", "3"}})
+		n -= c
+	}
+	return topo
+}
+
+// TestLargeCluster: 5,000 nodes in five scale sets and 1,000 LoadBalancer services (half
+// public, half internal: a Standard load balancer holds at most 600 frontends); the CCM's CPU
+// time and peak memory while it initialises the nodes, while it converges the services and in
+// a steady state after.
+func TestLargeCluster(t *testing.T) {
+	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: largeTopology(largeNodes), StartupTimeout: 10 * time.Minute,
+		ClusterExtraArgs: clusterArgs, CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+	b := &bench{t: t, env: env}
+	res := newResult("large-cluster", "5,000 nodes and 1,000 services: CCM memory and CPU", "TestLargeCluster",
+		"BENCH_LARGE_NODES", "BENCH_LARGE_SERVICES", "BENCH_LARGE_STEADY_SECONDS")
+	res.Description = fmt.Sprintf("%d KWOK nodes in %d scale sets of up to 1,000 instances, then %d LoadBalancer services created at "+
+		"once (half public on `kubernetes`, half internal on `kubernetes-internal`, one TCP port each; `nodeIP` pools of all "+
+		"%d nodes), then %s of steady state with the default sync periods. The CCM's CPU seconds and peak RSS (VmHWM) per "+
+		"phase, from `/proc`. Latency model of the burst once the nodes are initialised.",
+		largeNodes, len(env.Opts.Topology.ScaleSets), largeServices, largeNodes, largeSteady)
+	res.Config = map[string]string{"nodes": fmt.Sprint(largeNodes), "services": fmt.Sprint(largeServices),
+		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "progress": "services with an IP"}
+
+	b.createNodes(env.Machines)
+	env.StartCCM()
+	m := b.meter()
+	t0 := time.Now()
+	b.waitNodesInitialized(largeNodes, 30*time.Minute)
+	initPhase := m.phase(fmt.Sprintf("initialise %d nodes", largeNodes), "ours", time.Since(t0).Seconds())
+
+	if err := env.Azsim.SetLatency(b.ctx(), issueLatency()); err != nil {
+		t.Fatal(err)
+	}
+	var svcs []*corev1.Service
+	for i := range largeServices {
+		s := service("apps", fmt.Sprintf("svc-%04d", i), int32(1000+i))
+		if i%2 == 1 {
+			s.Annotations = map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "true"}
+		}
+		svcs = append(svcs, s)
+	}
+	m = b.meter()
+	t0 = time.Now()
+	b.createServices("apps", svcs)
+	d, curve := b.waitIngress("apps", largeServices, t0, 40*time.Minute)
+	svcPhase := m.phase(fmt.Sprintf("%d services", largeServices), "ours", d.Seconds())
+	curve.Name = "ours"
+	svcPhase.Series = []report.Series{curve}
+
+	m = b.meter()
+	t0 = time.Now()
+	select {
+	case <-time.After(largeSteady):
+	case <-env.CCM().Done():
+		t.Fatalf("the CCM exited; see %s", env.CCMLogPath())
+	}
+	steady := m.phase("steady state "+largeSteady.String(), "ours", time.Since(t0).Seconds())
+	res.Phases = []report.Phase{initPhase, svcPhase, steady}
+	peak := max(initPhase.PeakRSS(), svcPhase.PeakRSS(), steady.PeakRSS())
+	w := steady.ARMTotal.Writes + steady.ARMTotal.Deletes
+	res.Goals = []report.Goal{{Name: "ARM writes in the steady state", Want: "0", Got: fmt.Sprint(w), Met: w == 0}}
+	res.Headline = []string{fmt.Sprintf("%d nodes and %d services: CCM peak RSS %.0f MiB, %.0f CPU s to initialise the nodes, %.0f CPU s for the services (converged in %.0f s), %.2f CPU s per minute in steady state",
+		largeNodes, largeServices, peak, initPhase.CPU(), svcPhase.CPU(), svcPhase.Seconds, steady.CPU()/(steady.Seconds/60))}
+	writeResult(t, res)
+	if w != 0 {
+		t.Errorf("steady state made %d ARM writes", w)
+	}
+}
