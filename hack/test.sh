@@ -48,7 +48,7 @@ suite() {
 
 mapfile -t UNIT < <(pkgs_under cmd internal)
 mapfile -t INTEGRATION < <(pkgs_under test/framework test/integration)
-mapfile -t E2E < <(pkgs_under test/e2e)
+mapfile -t E2E < <(pkgs_under test/e2e test/chaos)
 
 suite unit 10m "${UNIT[@]}"
 suite integration 10m "${INTEGRATION[@]}"
