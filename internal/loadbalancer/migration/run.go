@@ -191,12 +191,17 @@ func (x *executor) read(ctx context.Context) (Input, []*v1.Node, error) {
 	if err != nil {
 		return in, nil, fmt.Errorf("listing nodes: %w", err)
 	}
+	// VM sets only matter for Basic load balancers: without any, resolving nodes costs nothing.
+	anyBasic := false
+	for _, lb := range in.LoadBalancers {
+		anyBasic = anyBasic || (lb != nil && isBasic(lb))
+	}
 	var nodes []*v1.Node
 	sets := map[string]bool{}
 	for i := range nodeList.Items {
 		n := &nodeList.Items[i]
 		nodes = append(nodes, n)
-		if x.o.VMSetOf == nil {
+		if x.o.VMSetOf == nil || !anyBasic {
 			continue
 		}
 		name, err := x.o.VMSetOf(ctx, n)
