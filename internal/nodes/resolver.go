@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
@@ -71,8 +72,16 @@ func (r *Resolver) Instance(ctx context.Context, node *v1.Node) (*Instance, erro
 	if node.Spec.ProviderID != "" {
 		return r.InstanceByProviderID(ctx, node.Spec.ProviderID)
 	}
-	return r.InstanceByName(ctx, node.Name, ResourceGroupOf(node, r.cfg.ResourceGroup))
+	rg := ResourceGroupOf(node, r.cfg.ResourceGroup)
+	if label := node.Labels[LabelResourceGroup]; label != "" && !resourceGroupName.MatchString(label) {
+		// A label typo must not become ARM lookups (or a 400 retried forever): say what is wrong.
+		return nil, fmt.Errorf("label %s=%q is not a resource group name", LabelResourceGroup, label)
+	}
+	return r.InstanceByName(ctx, node.Name, rg)
 }
+
+// resourceGroupName is ARM's rule: 1-90 of letters, digits, '_', '-', '.', '(' and ')', not ending in '.'.
+var resourceGroupName = regexp.MustCompile(`^[-\w._()]{0,89}[-\w_()]$`)
 
 // InstanceByProviderID finds a VM from its provider ID.
 func (r *Resolver) InstanceByProviderID(ctx context.Context, providerID string) (*Instance, error) {
