@@ -1,0 +1,65 @@
+package loadbalancer
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+)
+
+// Malformed Services: each is refused with an error and a Warning event that name the
+// annotation or field and its value, and costs no ARM write.
+func TestMalformedServicesWriteNothing(t *testing.T) {
+	e := newEnv(t, config.BackendPoolNodeIP)
+	for i, tc := range []struct {
+		name   string
+		ann    map[string]string
+		mutate func(*v1.Service)
+		field  string // named in the error and the event
+		value  string
+	}{
+		{"idle timeout out of range", map[string]string{annotations.TCPIdleTimeout: "1000"}, nil, annotations.TCPIdleTimeout, "1000"},
+		{"idle timeout not a number", map[string]string{annotations.TCPIdleTimeout: "ten"}, nil, annotations.TCPIdleTimeout, "ten"},
+		{"probe interval not a number", map[string]string{annotations.ProbeInterval: "5s"}, nil, annotations.ProbeInterval, "5s"},
+		{"probe protocol unknown", map[string]string{annotations.ProbeProtocol: "icmp"}, nil, annotations.ProbeProtocol, "icmp"},
+		{"per-port probe protocol unknown", map[string]string{annotations.PortProbeKey(80, annotations.PortProbeProtocol): "ftp"}, nil, annotations.PortProbeKey(80, annotations.PortProbeProtocol), "ftp"},
+		{"internal not a boolean", map[string]string{annotations.Internal: "yes please"}, nil, annotations.Internal, "yes please"},
+		{"PIP name invalid", map[string]string{annotations.PIPName: "-bad"}, nil, annotations.PIPName, "-bad"},
+		{"resource group invalid", map[string]string{annotations.ResourceGroup: "rg."}, nil, annotations.ResourceGroup, "rg."},
+		{"additional public IP invalid", map[string]string{annotations.AdditionalPublicIPs: "1.2.3.4,x"}, nil, annotations.AdditionalPublicIPs, "x"},
+		{"allowed IP range invalid", map[string]string{annotations.AllowedIPRanges: "10.0.0.0/x"}, nil, annotations.AllowedIPRanges, "10.0.0.0/x"},
+		{"service tag invalid", map[string]string{annotations.AllowedServiceTags: "Azure Cloud"}, nil, annotations.AllowedServiceTags, "Azure Cloud"},
+		{"spec.loadBalancerIP invalid", nil, func(s *v1.Service) { s.Spec.LoadBalancerIP = "nope" }, "spec.loadBalancerIP", "nope"},
+		{"spec.loadBalancerSourceRanges invalid", nil, func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, "spec.loadBalancerSourceRanges", "10.0.0.0/33"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			svc := service("dddddddd-0000-0000-0000-0000000000"+string(rune('a'+i/10))+string(rune('0'+i%10)), "bad", tc.ann)
+			if tc.mutate != nil {
+				tc.mutate(svc)
+			}
+			for len(e.recorder.Events) > 0 {
+				<-e.recorder.Events
+			}
+			before := e.writes(t)
+			_, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, []*v1.Node{node("n0", "10.240.0.4", nil)})
+			if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.value) {
+				t.Fatalf("error %v, want one naming %s and %q", err, tc.field, tc.value)
+			}
+			select {
+			case ev := <-e.recorder.Events:
+				if !strings.Contains(ev, "Warning "+ReasonInvalidAnnotation) || !strings.Contains(ev, tc.field) || !strings.Contains(ev, tc.value) {
+					t.Errorf("event %q does not name %s=%q", ev, tc.field, tc.value)
+				}
+			default:
+				t.Error("no Warning event")
+			}
+			if after := e.writes(t); after != before {
+				t.Errorf("malformed service caused %d ARM writes", after-before)
+			}
+		})
+	}
+}
