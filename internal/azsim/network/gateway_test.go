@@ -248,3 +248,68 @@ func TestExternalIPConfigSource(t *testing.T) {
 		t.Fatalf("got %s", re.ErrorCode)
 	}
 }
+
+// TestServiceGatewayServiceRules: a service that addresses still map to cannot be deleted (by
+// isDelete or by a full update leaving it out); a full update replaces the whole list.
+func TestServiceGatewayServiceRules(t *testing.T) {
+	v := newEnv(t, arm.Config{})
+	v.mustRG(testRG)
+	subnetID := v.mustVNet("vnet")
+	v.mustServiceGateway(strings.TrimSuffix(subnetID, "/subnets/s1"), subnetID)
+	sg := v.net.NewServiceGatewaysClient()
+	ok := func(err error) {
+		t.Helper()
+		if re := respErr(t, err); re.StatusCode != http.StatusOK || re.ErrorCode != "" {
+			t.Fatalf("got %d %q", re.StatusCode, re.ErrorCode)
+		}
+	}
+	refused := func(err error) {
+		t.Helper()
+		if re := respErr(t, err); re.StatusCode != http.StatusBadRequest || re.ErrorCode != "ServiceWithOverlayMappingsCannotBeDeleted" {
+			t.Fatalf("got %d %q", re.StatusCode, re.ErrorCode)
+		}
+	}
+	req := func(action armnetwork.ServiceUpdateAction, del bool, names ...string) armnetwork.ServiceGatewayUpdateServicesRequest {
+		r := armnetwork.ServiceGatewayUpdateServicesRequest{Action: ptr(action)}
+		for _, n := range names {
+			r.ServiceRequests = append(r.ServiceRequests, &armnetwork.ServiceGatewayServiceRequest{IsDelete: ptr(del),
+				Service: &armnetwork.ServiceGatewayService{Name: ptr(n), Properties: &armnetwork.ServiceGatewayServicePropertiesFormat{ServiceType: ptr(armnetwork.ServiceTypeOutbound)}}})
+		}
+		return r
+	}
+	names := func() string {
+		var out []string
+		pager := sg.NewGetServicesPager(testRG, "servicegateway", nil)
+		for pager.More() {
+			page, err := pager.NextPage(v.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range page.Value {
+				out = append(out, *s.Name)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	_, err := sg.BeginUpdateServices(v.ctx, testRG, "servicegateway", req(armnetwork.ServiceUpdateActionPartialUpdate, false, "x", "y"), nil)
+	ok(err)
+	_, err = sg.BeginUpdateAddressLocations(v.ctx, testRG, "servicegateway", locs(armnetwork.UpdateActionPartialUpdate,
+		loc("10.0.1.10", armnetwork.AddressUpdateActionFullUpdate, "10.244.0.5", "x")), nil)
+	ok(err)
+	_, err = sg.BeginUpdateServices(v.ctx, testRG, "servicegateway", req(armnetwork.ServiceUpdateActionPartialUpdate, true, "x"), nil)
+	refused(err)
+	_, err = sg.BeginUpdateServices(v.ctx, testRG, "servicegateway", req(armnetwork.ServiceUpdateActionFullUpdate, false, "y"), nil)
+	refused(err)
+	if got := names(); got != "x,y" {
+		t.Fatalf("a refused request changed the services: %s", got)
+	}
+	// Withdraw the address, then a full update keeps only what it lists.
+	_, err = sg.BeginUpdateAddressLocations(v.ctx, testRG, "servicegateway", locs(armnetwork.UpdateActionPartialUpdate,
+		&armnetwork.ServiceGatewayAddressLocation{AddressLocation: ptr("10.0.1.10")}), nil)
+	ok(err)
+	_, err = sg.BeginUpdateServices(v.ctx, testRG, "servicegateway", req(armnetwork.ServiceUpdateActionFullUpdate, false, "y", "z"), nil)
+	ok(err)
+	if got := names(); got != "y,z" {
+		t.Fatalf("after full update: %s", got)
+	}
+}

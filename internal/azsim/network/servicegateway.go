@@ -221,6 +221,11 @@ func updateServices(tx *arm.Tx, id arm.ResourceID, doc, body map[string]any) err
 		}
 		seen[strings.ToLower(name)] = true
 		if sr.IsDelete != nil && *sr.IsDelete {
+			// NRP refuses to drop a service that addresses still map to (callers withdraw the
+			// addresses first). A full update is checked the same way for what it drops.
+			if loc, addr, ok := addressOf(doc, name); ok {
+				return overlayMapped(name, loc, addr)
+			}
 			delete(current, name)
 			continue
 		}
@@ -240,12 +245,46 @@ func updateServices(tx *arm.Tx, id arm.ResourceID, doc, body map[string]any) err
 		}
 		current[name] = m
 	}
+	if full {
+		raw, _ := arm.Props(doc)["services"].([]any)
+		for _, s := range raw {
+			m, _ := s.(map[string]any)
+			name := arm.Str(m, "name")
+			if _, kept := current[name]; kept {
+				continue
+			}
+			if loc, addr, ok := addressOf(doc, name); ok {
+				return overlayMapped(name, loc, addr)
+			}
+		}
+	}
 	out := []any{}
 	for _, k := range sortedKeys(current) {
 		out = append(out, current[k])
 	}
 	arm.Props(doc)["services"] = out
 	return nil
+}
+
+// addressOf finds an address location entry that names the service.
+func addressOf(doc map[string]any, service string) (loc, addr string, ok bool) {
+	var locs []*armnetwork.ServiceGatewayAddressLocation
+	_ = remarshal(doc[sgLocationsKey], &locs)
+	for _, l := range locs {
+		for _, a := range l.Addresses {
+			for _, s := range a.Services {
+				if s != nil && strings.EqualFold(*s, service) {
+					return deref(l.AddressLocation), deref(a.Address), true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+func overlayMapped(service, loc, addr string) error {
+	return arm.BadRequest("ServiceWithOverlayMappingsCannotBeDeleted",
+		"Service %s cannot be deleted: address %s in location %s is still mapped to it. Remove its addresses first.", service, addr, loc)
 }
 
 func remarshal(v any, out any) error {
