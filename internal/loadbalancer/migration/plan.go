@@ -130,6 +130,8 @@ type ServicePlan struct {
 	// OnStandard: the Standard load balancer of its kind has frontends of the service already
 	// (its address is then left to the Standard path, never pinned to the status).
 	OnStandard bool
+	// Warnings about this service (also in Plan.Warnings), sent as events.
+	Warnings []string
 }
 
 // Plan is the ordered migration.
@@ -302,6 +304,10 @@ func Build(in Input) *Plan {
 		}
 		if !sp.Internal && len(sp.PublicIPIDs) == 0 {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("service %s: no public IP holds its address %v; the Standard path will choose one", sp.Key, sp.IPs))
+		}
+		if w := pipNameWarning(in.ClusterName, sp, pips); w != "" {
+			p.Warnings = append(p.Warnings, w)
+			sp.Warnings = append(sp.Warnings, w)
 		}
 		p.Services = append(p.Services, sp)
 	}
@@ -554,4 +560,29 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// pipNameWarning: the Standard path finds a public service's IP by the pip-name annotation, by
+// the requested address, or by its own name <cluster>-a<uid>. A Basic IP of another name would be
+// replaced (and, being tagged for the service, released) by the Standard path after the
+// migration: the operator must name it with the annotation first.
+func pipNameWarning(clusterName string, sp *ServicePlan, pips map[string]*armnetwork.PublicIPAddress) string {
+	svc := sp.Svc
+	if sp.Internal || len(sp.PublicIPIDs) == 0 || naming.IsDualStack(svc) ||
+		strings.TrimSpace(svc.Annotations[annotations.PIPName]) != "" || strings.TrimSpace(svc.Annotations[annotations.IPv4]) != "" ||
+		strings.TrimSpace(svc.Spec.LoadBalancerIP) != "" {
+		return ""
+	}
+	want := naming.PublicIPName(clusterName, naming.ServiceLBName(svc.UID), "", false, naming.IPv4)
+	for _, id := range sp.PublicIPIDs {
+		if strings.EqualFold(lastSegment(id), want) {
+			return ""
+		}
+	}
+	name := lastSegment(sp.PublicIPIDs[0])
+	if ip := pips[sp.PublicIPIDs[0]]; ip != nil {
+		name = str(ip.Name)
+	}
+	return fmt.Sprintf("service %s: its public IP %s is not named %s, so the Standard path would replace it; annotate the service with %s=%s to keep it",
+		sp.Key, name, want, annotations.PIPName, name)
 }

@@ -275,6 +275,27 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			name: "a public IP of another name: upgraded, with a warning to name it in the annotation",
+			input: func() Input {
+				in := basicCluster()
+				in.Services = in.Services[:1]
+				in.LoadBalancers = []*armnetwork.LoadBalancer{lb("kubernetes", "Basic", []fe{{name: frontName(uidA), pip: "custom"}})}
+				in.PublicIPs = []*armnetwork.PublicIPAddress{pip("custom", "Basic", "Static", "203.0.113.10", lbID("kubernetes")+"/frontendIPConfigurations/"+frontName(uidA))}
+				return in
+			},
+			want: []string{"delete-lbs kubernetes", "upgrade-pips custom", "hand-off default/a"},
+			check: func(t *testing.T, p *Plan) {
+				if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], annotations.PIPName+"=custom") {
+					t.Errorf("warnings %v", p.Warnings)
+				}
+				in := basicCluster()
+				in.Services[0].Annotations[annotations.PIPName] = "custom"
+				if w := pipNameWarning(cl, &ServicePlan{Svc: in.Services[0], PublicIPIDs: []string{strings.ToLower(pipID("custom"))}}, nil); w != "" {
+					t.Errorf("warning despite the annotation: %s", w)
+				}
+			},
+		},
+		{
 			name: "a Basic IP held by a NIC is not upgraded",
 			input: func() Input {
 				in := Input{ClusterName: cl,
@@ -283,7 +304,7 @@ func TestBuild(t *testing.T) {
 				return in
 			},
 			check: func(t *testing.T, p *Plan) {
-				if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "not upgraded") {
+				if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "not upgraded") {
 					t.Errorf("warnings %v", p.Warnings)
 				}
 			},

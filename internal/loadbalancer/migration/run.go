@@ -31,6 +31,7 @@ const (
 	ReasonFailed         = "MigrationToStandardLoadBalancerFailed"
 	ReasonIPChanged      = "MigrationChangedServiceIP"
 	ReasonNoOutboundRule = "StandardLoadBalancerHasNoOutboundRule"
+	ReasonWarning        = "MigrationWarning"
 )
 
 // Options wire the executor. Config, ClusterName, Network, Compute, Kube and LoadBalancer are

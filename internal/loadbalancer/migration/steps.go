@@ -38,6 +38,9 @@ func (x *executor) execute(ctx context.Context, p *Plan, nodes []*v1.Node, attem
 			x.announced[sp.Key] = true
 			x.event(sp, v1.EventTypeNormal, ReasonMigrating, fmt.Sprintf("Moving the service from the Basic to the Standard load balancer, keeping %v (%d Basic load balancers, %d steps)",
 				sp.IPs, len(p.BasicLBs), len(p.Steps)))
+			for _, w := range sp.Warnings {
+				x.event(sp, v1.EventTypeWarning, ReasonWarning, w)
+			}
 		}
 	}
 	for _, ph := range Phases() {
