@@ -364,6 +364,11 @@ func (u *Updater) unregister(ctx context.Context) error {
 	err := u.o.Azure.UpdateServices(ctx, reqs)
 	observeCall("update_services", start, err)
 	if err != nil {
+		if strings.Contains(err.Error(), "ServiceWithOverlayMappingsCannotBeDeleted") {
+			// Azure still maps addresses to it that the tracker does not know: resend every
+			// location in full, then unregister.
+			u.tracker.MarkDrift()
+		}
 		return fmt.Errorf("updateServices (unregister %d): %w", len(reqs), err)
 	}
 	batchSize.WithLabelValues("update_services").Observe(float64(len(reqs)))

@@ -346,3 +346,34 @@ func equalLocs(a, b map[string][]string) bool {
 	}
 	return true
 }
+
+// TestDriftedMappingIsResynced: an address mapped to a service behind the updater's back
+// blocks the unregistration (NRP refuses); the next pass resends the locations in full and
+// the service goes.
+func TestDriftedMappingIsResynced(t *testing.T) {
+	v := newEnv(t)
+	u := v.updater()
+	if err := u.Bootstrap(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+	spec := InboundSpec{Ports: []Port{{Protocol: "Tcp", FrontendPort: 80, BackendPort: 80}}, IdleTimeoutMinutes: 4}
+	u.SetInbound("uid-e", spec, map[string]string{"10.244.0.5": "10.240.0.4"})
+	if err := u.Sync(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.azure.UpdateAddressLocations(v.ctx, dt.LocationsUpdate{Locations: []dt.Location{{Node: "10.240.0.9", Full: true,
+		Addresses: []dt.Address{{IP: "10.244.9.9", Services: []string{"uid-e"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	u.DeleteInbound("uid-e")
+	if err := u.Sync(v.ctx); err == nil || !strings.Contains(err.Error(), "ServiceWithOverlayMappingsCannotBeDeleted") {
+		t.Fatalf("first pass: %v", err)
+	}
+	if err := u.Sync(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+	svcs, locs := v.gateway()
+	if len(svcs) != 0 || len(locs) != 0 || v.exists(v.azure.Scope.LBID("uid-e")) {
+		t.Fatalf("after resync: services %v locations %v", svcs, locs)
+	}
+}
