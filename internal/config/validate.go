@@ -130,6 +130,10 @@ func Validate(c *Config) error {
 	if c.ServiceGatewayEnabled && len(c.MultipleStandardLoadBalancerConfigurations) > 0 {
 		bad("multipleStandardLoadBalancerConfigurations", "cannot be used with serviceGatewayEnabled")
 	}
+	if c.ServiceGatewayEnabled && c.VnetName == "" {
+		// Pod backend pools are registered with the gateway under the cluster VNet.
+		bad("vnetName", "is required with serviceGatewayEnabled")
+	}
 	if c.ServiceGatewayEnabled && c.EnableMigrateToIPBasedBackendPoolAPI {
 		bad("enableMigrateToIPBasedBackendPoolAPI", "cannot be used with serviceGatewayEnabled")
 	}
