@@ -54,7 +54,7 @@ type azEnv struct {
 }
 
 func azStart(t *testing.T) *azEnv {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	t.Cleanup(cancel)
 	s, err := server.Start(ctx, server.Options{IMDSAddr: "off"})
 	if err != nil {
@@ -83,9 +83,15 @@ func (e *azEnv) id(typ, name string) string {
 	return "/subscriptions/" + e.sub + "/resourceGroups/" + azRG + "/providers/Microsoft.Network/" + typ + "/" + name
 }
 
-func (e *azEnv) putPIP(name string) error {
-	p, err := e.net.NewPublicIPAddressesClient().BeginCreateOrUpdate(e.ctx, azRG, name, armnetwork.PublicIPAddress{
-		Location: to("eastus"), SKU: &armnetwork.PublicIPAddressSKU{Name: to(armnetwork.PublicIPAddressSKUNameStandard)}}, nil)
+// putPIP creates a Standard public IP; v6 ones come from 2001:db8::/32, since azsim's IPv4
+// documentation ranges hold only ~500 addresses and the rate phases create more.
+func (e *azEnv) putPIP(name string, v6 bool) error {
+	pip := armnetwork.PublicIPAddress{Location: to("eastus"), SKU: &armnetwork.PublicIPAddressSKU{Name: to(armnetwork.PublicIPAddressSKUNameStandard)}}
+	if v6 {
+		pip.Properties = &armnetwork.PublicIPAddressPropertiesFormat{PublicIPAddressVersion: to(armnetwork.IPVersionIPv6),
+			PublicIPAllocationMethod: to(armnetwork.IPAllocationMethodStatic)}
+	}
+	p, err := e.net.NewPublicIPAddressesClient().BeginCreateOrUpdate(e.ctx, azRG, name, pip, nil)
 	if err == nil {
 		_, err = p.PollUntilDone(e.ctx, e.poll)
 	}
@@ -225,7 +231,7 @@ func TestAzsimBench(t *testing.T) {
 		if n >= azFrontends {
 			return errStop
 		}
-		return e.putPIP("fe-pip-" + strconv.Itoa(n))
+		return e.putPIP("fe-pip-"+strconv.Itoa(n), false)
 	})
 	if err := e.putLB(azFrontends); err != nil {
 		t.Fatal(err)
@@ -242,8 +248,8 @@ func TestAzsimBench(t *testing.T) {
 	// PUT: new Standard public IPs.
 	var pipSeq atomic.Int64
 	for _, c := range azConcurrencies {
-		r := azRun(t, c, azPhase, func(w, i int) error { return e.putPIP("pip-" + strconv.FormatInt(pipSeq.Add(1), 10)) })
-		rows = append(rows, row{"PUT publicIPAddress (create)", c, r})
+		r := azRun(t, c, azPhase, func(w, i int) error { return e.putPIP("pip-"+strconv.FormatInt(pipSeq.Add(1), 10), true) })
+		rows = append(rows, row{"PUT publicIPAddress (create, IPv6)", c, r})
 		t.Logf("PUT publicIPAddress c=%d: %.0f/s", c, r)
 	}
 	// PUT: NICs joining the LB pool (every write recomputes the pool's back-references).

@@ -41,7 +41,16 @@ func Render(results []*Result) (string, []Plot) {
 		"CCM binary, on one machine. ARM counts come from azsim's request counters; CCM CPU and peak memory from\n" +
 		"`/proc/<ccm pid>`; throttled time from the CCM's `azure_ccm_arm_throttled_seconds_total`.\n" +
 		"Each scenario's JSON result is in [results/](results/); this page is generated from them by\n" +
-		"`go run ./test/bench/report/cmd/perfreport` — do not edit it by hand.\n\n")
+		"`go run ./test/bench/report/cmd/perfreport` — do not edit it by hand.\n\n" +
+		"How to read the figures:\n\n" +
+		"- **ours** is the CCM as shipped; **baseline** is the same binary with `--concurrent-service-syncs=1\n" +
+		"  --disable-lb-write-merging`: one service at a time, every change its own read-modify-write, as the existing\n" +
+		"  provider reconciles. Both run in the same test, on the same cluster and azsim, one after the other.\n" +
+		"- Writes are PUT/PATCH/POST requests azsim received (LRO status polls are reads); they include requests that\n" +
+		"  were refused (412, 429).\n" +
+		"- Times are wall-clock on a 2-core machine shared with other test runs: compare variants within a scenario\n" +
+		"  rather than across runs. ARM request counts do not depend on the machine.\n" +
+		"- A scenario run with `BENCH_*` size overrides is marked *reduced*; the command shown reproduces it.\n\n")
 	if h := headlines(results); len(h) > 0 {
 		sb.WriteString("## Headlines\n\n")
 		for _, l := range h {
