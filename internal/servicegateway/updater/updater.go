@@ -38,9 +38,10 @@ type Options struct {
 	Callbacks Callbacks
 	// Parallel resource writes per pass (default 8).
 	Parallel int
-	// Gather is how long a trigger waits for more changes before the pass starts (default
-	// 100ms): a burst that trickles in becomes one call, not one per event.
-	Gather time.Duration
+	// Gather is the quiet gap a pass waits for after a trigger (default 100ms), and MaxGather
+	// the longest it waits while changes keep coming (default 1s): a burst that trickles in
+	// becomes one call, not one per event, and a lone change waits only Gather.
+	Gather, MaxGather time.Duration
 	// MinBackoff and MaxBackoff bound the retry delay after a failed pass (1s, 30s).
 	MinBackoff, MaxBackoff time.Duration
 }
@@ -69,6 +70,9 @@ func New(o Options) *Updater {
 	}
 	if o.Gather <= 0 {
 		o.Gather = 100 * time.Millisecond
+	}
+	if o.MaxGather < o.Gather {
+		o.MaxGather = max(time.Second, o.Gather)
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = time.Second
@@ -203,15 +207,21 @@ func (u *Updater) Run(ctx context.Context) {
 		case <-u.trigger:
 		case <-retry.C:
 		}
-		// Let the burst gather; triggers meanwhile coalesce into this pass.
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(u.o.Gather):
-		}
-		select {
-		case <-u.trigger:
-		default:
+		// Let the burst gather: wait for a quiet gap of Gather, at most MaxGather in all;
+		// triggers meanwhile coalesce into this pass.
+		began := time.Now()
+		for gathering := true; gathering; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(u.o.Gather):
+			}
+			select {
+			case <-u.trigger:
+				gathering = time.Since(began) < u.o.MaxGather
+			default:
+				gathering = false
+			}
 		}
 		if err := u.Sync(ctx); err != nil {
 			if ctx.Err() != nil {

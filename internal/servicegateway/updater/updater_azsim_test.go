@@ -2,6 +2,8 @@ package updater
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -375,5 +377,41 @@ func TestDriftedMappingIsResynced(t *testing.T) {
 	svcs, locs := v.gateway()
 	if len(svcs) != 0 || len(locs) != 0 || v.exists(v.azure.Scope.LBID("uid-e")) {
 		t.Fatalf("after resync: services %v locations %v", svcs, locs)
+	}
+}
+
+// TestBurstBecomesFewCalls: changes arriving every 10 ms for half a second (a scale-up) are
+// gathered into a few passes, not one call per change.
+func TestBurstBecomesFewCalls(t *testing.T) {
+	v := newEnv(t)
+	u := New(Options{Azure: v.azure, Gather: 200 * time.Millisecond, MaxGather: 5 * time.Second, MinBackoff: 10 * time.Millisecond})
+	if err := u.Bootstrap(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(v.ctx)
+	defer cancel()
+	go u.Run(ctx)
+	before := v.posts()
+	spec := InboundSpec{Ports: []Port{{Protocol: "Tcp", FrontendPort: 80, BackendPort: 80}}, IdleTimeoutMinutes: 4}
+	members := map[string]string{}
+	for i := 0; i < 50; i++ {
+		members[fmt.Sprintf("10.244.0.%d", i+2)] = "10.240.0.4"
+		u.SetInbound("uid-f", spec, maps.Clone(members))
+		time.Sleep(10 * time.Millisecond) // the pace of the changes under test, not a wait for a result
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !u.InSync() {
+		if time.Now().After(deadline) {
+			t.Fatal("not in sync")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// One registration and one or two address calls (a pass may start in a scheduling gap).
+	if n := v.posts() - before; n > 4 {
+		t.Fatalf("50 changes cost %d gateway calls", n)
+	}
+	_, locs := v.gateway()
+	if len(locs["10.240.0.4"]) != 50 {
+		t.Fatalf("addresses: %d", len(locs["10.240.0.4"]))
 	}
 }
