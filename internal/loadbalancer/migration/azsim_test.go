@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/config"
@@ -401,4 +403,41 @@ func figures(t *testing.T, lro time.Duration) {
 		reads, writes, res.Duration.Round(time.Millisecond), strings.Join(lines, "\n"))
 	t.Logf("window Basic LB deleted → Standard rules: min %s, median %s, max %s",
 		ds[0].Round(time.Millisecond), ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+}
+
+// TestMigrationUnderFaults: failed long-running operations (the write may or may not have
+// landed) and 412s on a share of the writes, anywhere in any phase: the migration re-reads,
+// re-plans and converges to the same end state.
+func TestMigrationUnderFaults(t *testing.T) {
+	e := newEstate(t, 4, 2, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, f := range []client.Fault{
+		{Kind: middleware.FaultLROFailed, Class: middleware.Write, Rate: 0.3, Count: 12},
+		{Kind: middleware.FaultLROFailed, Class: middleware.Delete, Rate: 0.5, Count: 2},
+		{Kind: middleware.FaultPrecondition, Class: middleware.Write, Rate: 0.2, Count: 8},
+	} {
+		if _, err := e.sim.Client().AddFault(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := e.options(t, nil)
+	o.Attempts, o.Backoff = 40, 10*time.Millisecond
+	res, err := migration.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("%+v: %v", res, err)
+	}
+	faults, err := e.sim.Client().Faults(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	for _, f := range faults {
+		hits += f.Hits
+	}
+	if hits == 0 {
+		t.Fatal("no fault was injected")
+	}
+	t.Logf("%d faults injected; result %s", hits, res.Outcome)
+	e.check(t)
 }

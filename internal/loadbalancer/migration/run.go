@@ -103,7 +103,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Backoff <= 0 {
 		o.Backoff = 2 * time.Second
 	}
-	x := &executor{o: o, res: &res, announced: map[string]bool{}, deletedAt: map[string]time.Time{}}
+	x := &executor{o: o, res: &res, announced: map[string]bool{}, deletedAt: map[string]time.Time{}, unfinished: map[string]*ServicePlan{}}
 	delay := o.Backoff
 	var lastErr error
 	for attempt := 1; ; attempt++ {
@@ -112,6 +112,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if err == nil {
 			p = Build(in)
 			res.Warnings = p.Warnings
+			if !p.Needed() {
+				// A hand-off that failed after its frontend landed leaves nothing for the
+				// planner to see (the nodes may not have joined yet): it is redone until the
+				// Standard path succeeds once.
+				p = x.retryHandOffs(in)
+			}
 			if !p.Needed() {
 				if attempt == 1 {
 					runs.WithLabelValues(ResultNotNeeded).Inc()
@@ -164,6 +170,8 @@ type executor struct {
 	deletedAt map[string]time.Time
 	// handed are the services handed off in this run (for the outbound warning).
 	handed []*ServicePlan
+	// unfinished are hand-offs that failed and have not succeeded since (by service key).
+	unfinished map[string]*ServicePlan
 }
 
 // read gathers the planner's input: load balancers, services, nodes (their VM sets), public IPs
@@ -337,4 +345,27 @@ func (x *executor) checkOutbound(ctx context.Context) {
 	for _, sp := range x.handed {
 		x.event(sp, v1.EventTypeWarning, ReasonNoOutboundRule, msg)
 	}
+}
+
+// retryHandOffs plans the unfinished hand-offs again, with the services as they are now
+// (a service deleted or no longer of type LoadBalancer meanwhile is dropped).
+func (x *executor) retryHandOffs(in Input) *Plan {
+	p := &Plan{}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, svc := range in.Services {
+		sp := x.unfinished[key(svc)]
+		if sp == nil {
+			continue
+		}
+		if svc.Spec.Type != v1.ServiceTypeLoadBalancer || svc.DeletionTimestamp != nil || svc.UID != sp.Svc.UID {
+			continue
+		}
+		again := *sp
+		again.Svc = svc
+		p.Services = append(p.Services, &again)
+		p.Steps = append(p.Steps, Step{Phase: PhaseHandOff, Target: sp.Key, Service: &again})
+	}
+	x.unfinished = map[string]*ServicePlan{}
+	return p
 }

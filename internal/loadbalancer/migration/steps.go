@@ -214,6 +214,13 @@ func (x *executor) handOff(ctx context.Context, steps []Step, nodes []*v1.Node) 
 		sp := s.Service
 		svc := pinned(sp)
 		st, err := x.o.LoadBalancer.EnsureLoadBalancer(ctx, x.o.ClusterName, svc, nodes)
+		x.mu.Lock()
+		if err != nil {
+			x.unfinished[sp.Key] = sp
+		} else {
+			delete(x.unfinished, sp.Key)
+		}
+		x.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("service %s: %w", sp.Key, err)
 		}
