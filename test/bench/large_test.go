@@ -52,10 +52,11 @@ func TestLargeCluster(t *testing.T) {
 		"phase, from `/proc`. Latency model of the burst once the nodes are initialised.",
 		largeNodes, len(env.Opts.Topology.ScaleSets), largeServices, largeNodes, largeSteady)
 	res.Config = map[string]string{"nodes": fmt.Sprint(largeNodes), "services": fmt.Sprint(largeServices),
-		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "progress": "services with an IP"}
+		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "CCM flags": "--concurrent-node-syncs=10", "progress": "services with an IP"}
 
 	b.createNodes(env.Machines)
-	env.StartCCM()
+	// Ten node workers instead of upstream's default one, as a cluster of this size is run.
+	env.StartCCM("--concurrent-node-syncs=10")
 	m := b.meter()
 	t0 := time.Now()
 	b.waitNodesInitialized(largeNodes, 30*time.Minute)
