@@ -23,7 +23,9 @@ func poll(ctx context.Context, interval time.Duration, cond Condition) error {
 		if ok {
 			return nil
 		}
-		if err != nil {
+		// The poll the deadline cuts short fails with the context's error: keep the one before,
+		// which says why the condition did not hold.
+		if err != nil && (ctx.Err() == nil || last == nil) {
 			last = err
 		}
 		select {
