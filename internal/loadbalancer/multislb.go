@@ -51,6 +51,19 @@ type multiSLB struct {
 // MultipleLoadBalancers reports whether multipleStandardLoadBalancerConfigurations is in use.
 func (l *LoadBalancer) MultipleLoadBalancers() bool { return l.multi != nil }
 
+// ServiceLabelSelectors reports whether a configuration selects services by their labels.
+func (l *LoadBalancer) ServiceLabelSelectors() bool {
+	if l.multi == nil {
+		return false
+	}
+	for _, c := range l.multi.cfgs {
+		if c.ServiceLabels != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // clusterFor is the cluster settings with the load balancers of configuration name.
 func (l *LoadBalancer) clusterFor(clusterName, name string) *plan.Cluster {
 	c := l.cluster(clusterName)

@@ -39,3 +39,15 @@ func TestReadyNodes(t *testing.T) {
 		})
 	}
 }
+
+func TestLabelsHash(t *testing.T) {
+	a := LabelsHash(map[string]string{"team": "a", "x": "y"})
+	if a != LabelsHash(map[string]string{"x": "y", "team": "a"}) {
+		t.Fatal("hash depends on map order")
+	}
+	for _, other := range []map[string]string{nil, {"team": "b", "x": "y"}, {"team": "a"}, {"teamx": "y", "": "a"}} {
+		if LabelsHash(other) == a {
+			t.Fatalf("%v hashes like the original", other)
+		}
+	}
+}

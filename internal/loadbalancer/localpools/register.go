@@ -74,6 +74,12 @@ func start(ctx context.Context, cc controllers.Context) (controller.Interface, b
 	if _, err := svcs.Informer().AddEventHandler(u.ServiceHandler()); err != nil {
 		return nil, false, err
 	}
+	if lb.ServiceLabelSelectors() {
+		// Label changes must re-run placement: see AnnotationPlacementLabels.
+		if _, err := svcs.Informer().AddEventHandler(RelabelHandler(ctx, kube)); err != nil {
+			return nil, false, err
+		}
+	}
 	// Start is idempotent: the app starts the factory again after every controller is set up.
 	f.Start(ctx.Done())
 	go func() {

@@ -1,0 +1,456 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+// Three load balancer configurations (seed 004):
+//   - kubernetes: the default, no selectors;
+//   - lb-a: services labelled team=a, nodes labelled lb=a;
+//   - lb-b: primary VM set pool1 (its nodes always go there), no selectors.
+//
+// pool0 has three nodes (one labelled lb=a), pool1 two.
+func mslbConfig(allowB bool) map[string]any {
+	return map[string]any{
+		"loadBalancerBackendPoolConfigurationType":       "nodeIP",
+		"loadBalancerBackendPoolUpdateIntervalInSeconds": 3,
+		"multipleStandardLoadBalancerConfigurations": []map[string]any{
+			{"name": lbCluster, "primaryVMSet": "pool-none"},
+			{"name": "lb-a", "primaryVMSet": "pool-a-none",
+				"serviceLabelSelector": map[string]any{"matchLabels": map[string]string{"team": "a"}},
+				"nodeSelector":         map[string]any{"matchLabels": map[string]string{"lb": "a"}}},
+			{"name": "lb-b", "primaryVMSet": "pool1", "allowServicePlacement": allowB},
+		},
+	}
+}
+
+type mslbEnv struct {
+	*lbEnv
+	byPool map[string][]framework.Machine
+}
+
+func mslbStart(t *testing.T) *mslbEnv {
+	t.Helper()
+	topo := lbTopology()
+	topo.ScaleSets = append(topo.ScaleSets, topology.ScaleSet{ResourceGroup: topo.ResourceGroups[0], Name: "pool1", Capacity: 2, Zones: []string{"1", "2"}})
+	e := framework.Start(t, framework.Options{Topology: topo, CloudConfig: mslbConfig(true)})
+	nodesRequireBinary(t, framework.CCMBinaryName)
+	m := &mslbEnv{byPool: map[string][]framework.Machine{}}
+	for i, mc := range e.Machines {
+		m.byPool[mc.ScaleSet] = append(m.byPool[mc.ScaleSet], mc)
+		var labels map[string]string
+		if mc.ScaleSet == "pool0" && len(m.byPool["pool0"]) == 1 {
+			labels = map[string]string{"lb": "a"}
+		}
+		// Pod CIDRs of their own, so kwok gives every pod an IP (EndpointSlices need one).
+		n := framework.NewNode(mc, framework.NodeOptions{ProviderID: true, Labels: labels})
+		cidr := fmt.Sprintf("10.244.%d.0/24", i)
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
+		if _, err := e.Kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.StartCCM()
+	for _, mc := range e.Machines {
+		e.WaitFor("node "+mc.NodeName+" initialized", e.NodeInitialized(mc.NodeName), lbWait)
+	}
+	f, err := lbARMClient(e.Azure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.lbEnv = &lbEnv{Env: e, t: t, net: f, rg: e.Azure.ResourceGroup, ns: "default"}
+	return m
+}
+
+func (m *mslbEnv) with(t *testing.T) *mslbEnv {
+	c := *m
+	c.lbEnv = m.lbEnv.with(t)
+	return &c
+}
+
+// lbOf names the load balancer holding objects of the service ("" none; "a,b" several).
+func (m *mslbEnv) lbOf(st *azState, svc *corev1.Service) string {
+	var on []string
+	for name, lb := range st.LBs {
+		if len(lbObjectsOf(lb, naming.ServiceLBName(svc.UID))) > 0 {
+			on = append(on, name)
+		}
+	}
+	sort.Strings(on)
+	return strings.Join(on, ",")
+}
+
+// onLB waits until the service is on exactly the named load balancer and has an IP.
+func (m *mslbEnv) onLB(name, lb string) *corev1.Service {
+	m.t.Helper()
+	svc := m.waitIP(name)
+	m.waitFor(name+" on "+lb, func(ctx context.Context) (bool, error) {
+		st, err := m.state(ctx)
+		if err != nil {
+			return false, err
+		}
+		if got := m.lbOf(st, svc); got != lb {
+			return false, fmt.Errorf("%s is on %q", name, got)
+		}
+		return true, nil
+	}, lbWait)
+	return svc
+}
+
+// event holds when the named object has an event with the reason.
+func (m *mslbEnv) event(kind, name, reason string) framework.Condition {
+	return func(ctx context.Context) (bool, error) {
+		evs, err := m.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == kind && ev.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no %s event on %s %s", reason, kind, name)
+	}
+}
+
+func (m *mslbEnv) ipOf(name string) string {
+	m.t.Helper()
+	s := m.waitIP(name)
+	return ingressIPs(s)[0]
+}
+
+// TestMultipleStandardLoadBalancers runs the seed 004 scenarios against one cluster with three
+// load balancer configurations, in order (later groups build on earlier ones).
+func TestMultipleStandardLoadBalancers(t *testing.T) {
+	m := mslbStart(t)
+	pool0, pool1 := m.byPool["pool0"], m.byPool["pool1"]
+	if len(pool0) != 3 || len(pool1) != 2 {
+		t.Fatalf("machines: %d in pool0, %d in pool1", len(pool0), len(pool1))
+	}
+	ipsOf := func(ms ...framework.Machine) []string {
+		var out []string
+		for _, mc := range ms {
+			out = append(out, mc.InternalIPs[0])
+		}
+		sort.Strings(out)
+		return out
+	}
+
+	t.Run("service placement: annotation, label selector, fewest rules", func(t *testing.T) {
+		m := m.with(t)
+		m.create(lbService("mslb-ann", map[string]string{annotations.LoadBalancerConfigs: "lb-b"}))
+		m.onLB("mslb-ann", "lb-b")
+		team := lbService("mslb-team", nil)
+		team.Labels = map[string]string{"team": "a"}
+		m.create(team)
+		m.onLB("mslb-team", "lb-a")
+		// Plain services may not use lb-a (its selector); kubernetes has fewer rules than lb-b.
+		m.create(lbService("mslb-plain1", nil))
+		m.onLB("mslb-plain1", lbCluster)
+		// kubernetes 1 rule, lb-b 1 rule: the tie goes to the first configured.
+		m.create(lbService("mslb-plain2", nil))
+		m.onLB("mslb-plain2", lbCluster)
+		// kubernetes 2 rules, lb-b 1: lb-b.
+		m.create(lbService("mslb-plain3", nil))
+		m.onLB("mslb-plain3", "lb-b")
+		m.waitFor("LoadBalancerPlaced event", m.event("Service", "mslb-plain3", "LoadBalancerPlaced"), lbWait)
+	})
+
+	t.Run("node placement: primary VM set, node selector, fewest nodes", func(t *testing.T) {
+		m := m.with(t)
+		// pool0[0] (lb=a) → lb-a by its node selector; pool1 → lb-b, its primary VM set; the
+		// other pool0 nodes go, in name order, to the selector-less kubernetes or lb-b with
+		// the fewest nodes (ties: kubernetes, configured first).
+		var all []framework.Machine
+		all = append(append(all, pool0...), pool1...)
+		sort.Slice(all, func(i, j int) bool { return all[i].NodeName < all[j].NodeName })
+		placed := map[string][]framework.Machine{}
+		for _, mc := range all {
+			switch {
+			case mc.NodeName == pool0[0].NodeName:
+				placed["lb-a"] = append(placed["lb-a"], mc)
+			case mc.ScaleSet == "pool1" || len(placed["lb-b"]) < len(placed[lbCluster]):
+				placed["lb-b"] = append(placed["lb-b"], mc)
+			default:
+				placed[lbCluster] = append(placed[lbCluster], mc)
+			}
+		}
+		want := map[string][]string{}
+		for lb, ms := range placed {
+			want[lb] = ipsOf(ms...)
+		}
+		t.Logf("expected placement %v", want)
+		m.waitFor("nodes placed", func(ctx context.Context) (bool, error) {
+			st, err := m.state(ctx)
+			if err != nil {
+				return false, err
+			}
+			for lb, ips := range want {
+				if got := poolIPs(st.LBs[lb], lbCluster); !slices.Equal(got, ips) {
+					return false, fmt.Errorf("pool of %s = %v, want %v", lb, got, ips)
+				}
+			}
+			return true, nil
+		}, lbWait)
+	})
+
+	t.Run("label change moves the service with its IP", func(t *testing.T) {
+		m := m.with(t)
+		ip := m.ipOf("mslb-team")
+		m.update("mslb-team", func(s *corev1.Service) { s.Labels = nil })
+		// kubernetes and lb-b have 2 rules each: the first configured.
+		svc := m.onLB("mslb-team", lbCluster)
+		eqs(t, "IP after the move", ingressIPs(svc), []string{ip})
+		m.waitFor("LoadBalancerMoved event", m.event("Service", "mslb-team", "LoadBalancerMoved"), lbWait)
+		m.waitFor("empty lb-a deleted", func(ctx context.Context) (bool, error) {
+			st, err := m.state(ctx)
+			if err != nil {
+				return false, err
+			}
+			return st.LBs["lb-a"] == nil, fmt.Errorf("lb-a still exists")
+		}, lbWait)
+	})
+
+	t.Run("two services sharing an internal IP move together", func(t *testing.T) {
+		m := m.with(t)
+		ann := map[string]string{annotations.Internal: "true", annotations.IPv4: "10.240.0.250"}
+		for i, name := range []string{"mslb-share1", "mslb-share2"} {
+			s := lbService(name, ann, lbTCP(int32(8081+i)))
+			s.Labels = map[string]string{"team": "a"}
+			m.create(s)
+		}
+		s1, s2 := m.onLB("mslb-share1", "lb-a-internal"), m.onLB("mslb-share2", "lb-a-internal")
+		eqs(t, "shared IPs", append(ingressIPs(s1), ingressIPs(s2)...), []string{"10.240.0.250", "10.240.0.250"})
+		// Only share2 loses the label: the pair has no common load balancer, nothing moves.
+		m.update("mslb-share2", func(s *corev1.Service) { s.Labels = nil })
+		m.waitFor("NoEligibleLoadBalancer on share2", m.event("Service", "mslb-share2", "NoEligibleLoadBalancer"), lbWait)
+		if on := m.lbOf(m.mustState(), s1); on != "lb-a-internal" {
+			t.Fatalf("share1 moved alone to %s", on)
+		}
+		// share1 loses it too: both move, the address stays.
+		m.update("mslb-share1", func(s *corev1.Service) { s.Labels = nil })
+		var target string
+		m.waitFor("both on one internal LB", func(ctx context.Context) (bool, error) {
+			st, err := m.state(ctx)
+			if err != nil {
+				return false, err
+			}
+			a, b := m.lbOf(st, s1), m.lbOf(st, s2)
+			if a != b || a == "lb-a-internal" || a == "" || strings.Contains(a, ",") {
+				return false, fmt.Errorf("share1 on %q, share2 on %q", a, b)
+			}
+			target = a
+			fes := st.LBs[a].Properties.FrontendIPConfigurations
+			if len(fes) != 1 || deref(fes[0].Properties.PrivateIPAddress) != "10.240.0.250" {
+				return false, fmt.Errorf("%s frontends %d", a, len(fes))
+			}
+			return true, nil
+		}, lbWait)
+		t.Logf("the pair moved to %s", target)
+		for _, n := range []string{"mslb-share1", "mslb-share2"} {
+			eqs(t, n+" IP", ingressIPs(m.get(n)), []string{"10.240.0.250"})
+		}
+	})
+
+	t.Run("Local service pool follows pods 3 → 30 → 0", func(t *testing.T) {
+		m := m.with(t)
+		m.deployment("mslb-local", 3)
+		svc := lbService("mslb-local", nil)
+		svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		m.create(svc)
+		svc = m.waitIP("mslb-local")
+		lb := m.lbOf(m.mustState(), svc)
+		if lb == "" || strings.Contains(lb, ",") {
+			t.Fatalf("local service on %q", lb)
+		}
+		pool := naming.LocalServicePoolName("default", "mslb-local", naming.IPv4)
+		m.poolFollowsPods(lb, pool, "mslb-local", 3)
+		m.scale("mslb-local", 30)
+		m.poolFollowsPods(lb, pool, "mslb-local", 30)
+
+		// Restart in the middle of a flush window: the scale-down lands while the CCM is down.
+		m.scale("mslb-local", 2)
+		if err := m.StopCCM(); err != nil {
+			t.Fatal(err)
+		}
+		m.waitFor("pods down to 2", m.readyPods("mslb-local", 2), lbWait)
+		m.StartCCM()
+		m.poolFollowsPods(lb, pool, "mslb-local", 2)
+
+		// An injected ARM failure on the flush: retried with backoff until it lands.
+		f, err := m.Azsim.AddFault(context.Background(), middleware.Fault{Kind: middleware.FaultConflict, Class: middleware.Write,
+			ResourceType: "backendAddressPools", PathContains: pool, Count: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.scale("mslb-local", 0)
+		m.poolFollowsPods(lb, pool, "mslb-local", 0)
+		m.waitFor("LoadBalancerBackendPoolUpdateFailed event", m.event("Service", "mslb-local", "LoadBalancerBackendPoolUpdateFailed"), lbWait)
+		faults, err := m.Azsim.Faults(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range faults {
+			if x.ID == f.ID && x.Hits != 2 {
+				t.Errorf("fault hit %d times, want 2", x.Hits)
+			}
+		}
+		// Back to Cluster: the dedicated pool goes.
+		m.update("mslb-local", func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+		})
+		m.waitFor("dedicated pool removed", func(ctx context.Context) (bool, error) {
+			st, err := m.state(ctx)
+			if err != nil {
+				return false, err
+			}
+			for _, p := range st.LBs[lb].Properties.BackendAddressPools {
+				if *p.Name == pool {
+					return false, fmt.Errorf("pool %s still on %s", pool, lb)
+				}
+			}
+			return true, nil
+		}, lbWait)
+	})
+
+	t.Run("allowServicePlacement false after a restart: placements kept, no new service", func(t *testing.T) {
+		m := m.with(t)
+		before := m.mustState()
+		ann := m.get("mslb-ann")
+		if err := m.WriteCloudConfig(mslbConfig(false)); err != nil {
+			t.Fatal(err)
+		}
+		m.RestartCCM()
+		m.create(lbService("mslb-drain", map[string]string{annotations.LoadBalancerConfigs: "lb-b"}))
+		m.waitFor("NoEligibleLoadBalancer on mslb-drain", m.event("Service", "mslb-drain", "NoEligibleLoadBalancer"), lbWait)
+		if got := m.lbOf(m.mustState(), ann); got != "lb-b" || m.lbOf(before, ann) != "lb-b" {
+			t.Fatalf("mslb-ann moved to %q after the restart", got)
+		}
+	})
+
+	t.Run("deleting every service leaves nothing", func(t *testing.T) {
+		m := m.with(t)
+		// share2 first: share1's frontend (named after it) stays while share2's rules use it.
+		for _, n := range []string{"mslb-ann", "mslb-team", "mslb-plain1", "mslb-plain2", "mslb-plain3", "mslb-share2", "mslb-share1", "mslb-local", "mslb-drain"} {
+			m.deleteAndWaitGone(m.get(n))
+		}
+		m.waitFor("every load balancer deleted", func(ctx context.Context) (bool, error) {
+			st, err := m.state(ctx)
+			if err != nil {
+				return false, err
+			}
+			if len(st.LBs) > 0 {
+				return false, fmt.Errorf("%d load balancers left: %v", len(st.LBs), sortedKeys(st.LBs))
+			}
+			return true, nil
+		}, lbWait)
+	})
+}
+
+func (m *mslbEnv) deployment(name string, replicas int32) {
+	m.t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: appsv1.DeploymentSpec{
+		Replicas: to.Ptr(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}}},
+	}}
+	if _, err := m.Kube.AppsV1().Deployments("default").Create(lbCtx(m.t), d, metav1.CreateOptions{}); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *mslbEnv) scale(name string, replicas int32) {
+	m.t.Helper()
+	ctx := lbCtx(m.t)
+	sc, err := m.Kube.AppsV1().Deployments("default").GetScale(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	sc.Spec.Replicas = replicas
+	if _, err := m.Kube.AppsV1().Deployments("default").UpdateScale(ctx, name, sc, metav1.UpdateOptions{}); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// readyPods holds when exactly n pods of the app are Ready (and none is terminating).
+func (m *mslbEnv) readyPods(app string, n int) framework.Condition {
+	return func(ctx context.Context) (bool, error) {
+		_, count, err := m.podNodes(ctx, app)
+		if err != nil {
+			return false, err
+		}
+		if count != n {
+			return false, fmt.Errorf("%d ready pods of %s, want %d", count, app, n)
+		}
+		return true, nil
+	}
+}
+
+// podNodes are the internal IPs of the nodes running ready pods of the app, and the number of
+// pods (terminating ones count, so a wait for n sees the scale-down finished).
+func (m *mslbEnv) podNodes(ctx context.Context, app string) ([]string, int, error) {
+	pods, err := m.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		return nil, 0, err
+	}
+	nodeIP := map[string]string{}
+	for _, mc := range m.Machines {
+		nodeIP[mc.NodeName] = mc.InternalIPs[0]
+	}
+	var ips []string
+	count := 0
+	for _, p := range pods.Items {
+		count++
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready || p.DeletionTimestamp != nil {
+			continue
+		}
+		if ip := nodeIP[p.Spec.NodeName]; ip != "" && !slices.Contains(ips, ip) {
+			ips = append(ips, ip)
+		}
+	}
+	sort.Strings(ips)
+	return ips, count, nil
+}
+
+// poolFollowsPods waits until n pods are ready and the dedicated pool holds exactly their nodes.
+func (m *mslbEnv) poolFollowsPods(lb, pool, app string, n int) {
+	m.t.Helper()
+	began := time.Now()
+	m.waitFor(fmt.Sprintf("%d pods of %s ready", n, app), m.readyPods(app, n), 3*lbWait)
+	m.waitFor(fmt.Sprintf("pool %s follows %d pods", pool, n), func(ctx context.Context) (bool, error) {
+		want, _, err := m.podNodes(ctx, app)
+		if err != nil {
+			return false, err
+		}
+		st, err := m.state(ctx)
+		if err != nil {
+			return false, err
+		}
+		if got := poolIPs(st.LBs[lb], pool); !slices.Equal(got, want) {
+			return false, fmt.Errorf("pool %s = %v, want %v", pool, got, want)
+		}
+		return true, nil
+	}, lbWait)
+	m.t.Logf("pool %s followed %d pods %s after the scale", pool, n, time.Since(began).Round(time.Millisecond))
+}
