@@ -95,3 +95,56 @@ func TestThrottling(t *testing.T) {
 		t.Errorf("goal missed: %d 429s", total429)
 	}
 }
+
+var (
+	gateNodes    = envInt("BENCH_GATE_NODES", 20)
+	gateServices = envInt("BENCH_GATE_SERVICES", 100)
+	gateDivisor  = envInt("BENCH_GATE_DIVISOR", 10)
+)
+
+// TestThrottlingScaledLimits exercises the CCM's throttle gate, which Azure's real limits do not
+// reach at the CCM's pace: the same token buckets divided by 10 (writes 20 refilled at 1/s),
+// a burst of 100 services without latency model. It counts the 429s received and the time
+// spent waiting at the gate.
+func TestThrottlingScaledLimits(t *testing.T) {
+	topo := framework.DefaultTopology()
+	topo.ScaleSets[0].Capacity = gateNodes
+	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
+		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+	b := &bench{t: t, env: env}
+	b.createNodes(env.Machines)
+	env.StartCCM()
+	b.waitNodesInitialized(gateNodes, 10*time.Minute)
+	limits := middleware.DefaultThrottle()
+	f := float64(gateDivisor)
+	for _, bk := range []*middleware.Bucket{&limits.Reads, &limits.Writes, &limits.Deletes} {
+		bk.Capacity, bk.RefillPerSecond = bk.Capacity/f, bk.RefillPerSecond/f
+	}
+	limits.Enabled = true
+	if err := env.Azsim.SetThrottle(b.ctx(), limits); err != nil {
+		t.Fatal(err)
+	}
+	res := newResult("throttling-gate", "Throttle gate at a tenth of Azure's limits", "TestThrottlingScaledLimits",
+		"BENCH_GATE_NODES", "BENCH_GATE_SERVICES", "BENCH_GATE_DIVISOR")
+	res.Description = fmt.Sprintf("Azure's limits are never approached at the CCM's pace (previous scenario), so this one divides "+
+		"the token buckets by %d (reads %v refilled at %v/s, writes %v at %v/s, deletes %v at %v/s) and creates %d services on "+
+		"%d nodes at once with no latency model: the burst needs several times the write bucket. The CCM's throttle gate "+
+		"must hold calls back from the `x-ms-ratelimit-remaining-*` headers and `Retry-After`, so few 429s are received.",
+		gateDivisor, limits.Reads.Capacity, limits.Reads.RefillPerSecond, limits.Writes.Capacity, limits.Writes.RefillPerSecond,
+		limits.Deletes.Capacity, limits.Deletes.RefillPerSecond, gateServices, gateNodes)
+	res.Config = map[string]string{"nodes": fmt.Sprint(gateNodes), "services": fmt.Sprint(gateServices),
+		"throttling": fmt.Sprintf("Azure's buckets / %d", gateDivisor), "progress": "services with an IP"}
+	m := b.meter()
+	d, curve := b.burst("gate", gateServices)
+	p := m.phase("burst, no latency", "throttled at 1/10", d.Seconds())
+	curve.Name = "throttled at a tenth of Azure's limits"
+	p.Series = []report.Series{curve}
+	res.Phases = []report.Phase{p}
+	res.Goals = []report.Goal{{Name: "429s received", Want: "a handful (≤ 10)", Got: fmt.Sprint(p.Throttled429), Met: p.Throttled429 <= 10}}
+	res.Headline = []string{fmt.Sprintf("%d services with write bucket %v + %v/s: %d 429s received, %d ARM writes, converged in %.0f s, %.0f s waited at the throttle gate",
+		gateServices, limits.Writes.Capacity, limits.Writes.RefillPerSecond, p.Throttled429, p.ARMTotal.Writes, p.Seconds, p.ThrottledSeconds)}
+	writeResult(t, res)
+	if p.Throttled429 > 10 {
+		t.Errorf("goal missed: %d 429s", p.Throttled429)
+	}
+}
