@@ -41,6 +41,8 @@ func TestLoadBalancerDualStack(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { dsTestLifecycle(l.with(t), c) })
 	}
+	t.Run("internal dual-stack static addresses", func(t *testing.T) { dsTestStaticInternal(l.with(t)) })
+	t.Run("source ranges split by family", func(t *testing.T) { dsTestSourceRanges(l.with(t)) })
 	t.Run("load balancers deleted when empty", func(t *testing.T) {
 		l := l.with(t)
 		l.waitFor("both load balancers deleted", func(ctx context.Context) (bool, error) {
@@ -440,4 +442,51 @@ func dsTestAdminState(l *lbEnv) {
 	l.waitFor(n0+" restored in every pool", l.dsAdminStateIs(), lbWait)
 	l.deleteAndWaitGone(l.get(pub.Name))
 	l.deleteAndWaitGone(internal)
+}
+
+// dsTestStaticInternal: the ipv4 and ipv6 annotations give a dual-stack internal service static
+// frontends with those addresses.
+func dsTestStaticInternal(l *lbEnv) {
+	t := l.t
+	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}, internal: true}
+	want := map[naming.Family]string{naming.IPv4: "10.240.0.200", naming.IPv6: "fd00:db8:deca::200"}
+	svc := c.service("ds-static", 80)
+	svc.Annotations[annotations.IPv4], svc.Annotations[annotations.IPv6] = want[naming.IPv4], want[naming.IPv6]
+	l.create(svc)
+	s := l.waitIP(svc.Name)
+	st := l.dsCheck(s, c, 80)
+	eq(t, "ingress IPv4", dsIngressByFamily(t, s, c)[naming.IPv4], want[naming.IPv4])
+	eq(t, "ingress IPv6", dsIngressByFamily(t, s, c)[naming.IPv6], want[naming.IPv6])
+	v := view(st.LBs[c.lbName()], naming.ServiceLBName(s.UID))
+	for _, f := range c.families {
+		if fe := v.Frontends[dsNamesOf(s, c, f, 80).frontend]; fe != nil {
+			eq(t, string(f)+" allocation", deref(fe.Properties.PrivateIPAllocationMethod), armnetwork.IPAllocationMethodStatic)
+			eq(t, string(f)+" address", deref(fe.Properties.PrivateIPAddress), want[f])
+		}
+	}
+	l.deleteAndWaitGone(s)
+}
+
+// dsTestSourceRanges: spec.loadBalancerSourceRanges with an IPv4 and an IPv6 range: the IPv4
+// address is opened to the IPv4 range only and the IPv6 address to the IPv6 range only (NSG
+// rules cannot mix families), and nothing is opened to the Internet.
+func dsTestSourceRanges(l *lbEnv) {
+	t := l.t
+	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}}
+	svc := c.service("ds-ranges", 80)
+	ranges := map[naming.Family]string{naming.IPv4: "10.1.0.0/16", naming.IPv6: "2001:db8:1::/48"}
+	svc.Spec.LoadBalancerSourceRanges = []string{ranges[naming.IPv4], ranges[naming.IPv6]}
+	l.create(svc)
+	s := l.waitIP(svc.Name)
+	ingress := dsIngressByFamily(t, s, c)
+	st := l.mustState()
+	for _, f := range c.families {
+		name := naming.AllowRuleName("Tcp", f, []string{ranges[f]}, []int32{80})
+		eqs(t, string(f)+" NSG rules to "+ingress[f], nsgRulesTo(st.NSG, ingress[f]), []string{name})
+		if r := nsgRule(st.NSG, name); r != nil {
+			eqs(t, string(f)+" NSG sources", ruleSources(r), []string{ranges[f]})
+			eqs(t, string(f)+" NSG destinations", ruleDestinations(r), []string{ingress[f]})
+		}
+	}
+	l.deleteAndWaitGone(s)
 }
