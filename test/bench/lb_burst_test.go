@@ -115,7 +115,10 @@ func (b *bench) waitIngress(ns string, n int, began time.Time, timeout time.Dura
 	var curve report.Series
 	last := -1
 	for {
-		list, err := b.env.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		// The list has its own deadline so that a timeout still reports how far it got.
+		lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+		list, err := b.env.Kube.CoreV1().Services(ns).List(lctx, metav1.ListOptions{ResourceVersion: "0"})
+		lcancel()
 		if err != nil {
 			b.t.Fatal(err)
 		}
@@ -137,7 +140,9 @@ func (b *bench) waitIngress(ns string, n int, began time.Time, timeout time.Dura
 			return el, curve
 		}
 		if ctx.Err() != nil {
-			b.t.Fatalf("%s: only %d/%d services got an IP", ns, done, n)
+			// Not fatal: the caller records what converged (the result says it timed out).
+			b.t.Errorf("%s: only %d/%d services got an IP within %s", ns, done, n, timeout)
+			return el, curve
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -153,7 +158,7 @@ func (b *bench) burst(ns string, n int) (time.Duration, report.Series) {
 	}
 	began := time.Now()
 	b.createServices(ns, svcs)
-	return b.waitIngress(ns, n, began, 30*time.Minute)
+	return b.waitIngress(ns, n, began, 45*time.Minute)
 }
 
 // deleteAll deletes the namespace's services and waits until azsim holds no public IP and no
@@ -209,7 +214,7 @@ func TestLoadBalancerBurst(t *testing.T) {
 		"Time from the first create to the last service with `status.loadBalancer.ingress`. **ours**: the CCM as shipped "+
 		"(10 service workers, one group-commit writer per Azure resource); **baseline**: `--concurrent-service-syncs=1 "+
 		"--disable-lb-write-merging` (every service its own read-modify-write of each resource, as the existing provider "+
-		"reconciles), measured in the same run on the same cluster.", benchServices, benchNodes)
+		"reconciles), measured in the same run, on a fresh cluster and azsim of the same shape (the first burst's services stay where they are).", benchServices, benchNodes)
 	res.Config = map[string]string{"nodes": fmt.Sprint(benchNodes), "services (ours)": fmt.Sprint(benchServices),
 		"services (baseline)": fmt.Sprint(benchBaselineServices), "backend pool type": "nodeIP",
 		"latency": "LB PUT 1s, PIP PUT 0.5s, NSG PUT 0.5s, other writes 0.3s, deletes 0.3s, GET 50ms", "progress": "services with an IP"}
@@ -236,20 +241,45 @@ func TestLoadBalancerBurst(t *testing.T) {
 		}
 	}
 	steady := m.phase(fmt.Sprintf("restart + %s of resyncs", benchSteady), "ours", time.Since(began).Seconds())
-	b.deleteAll("merged")
+	st := newResult("steady-state", "Steady state", "TestLoadBalancerBurst", append(sizeKeys, "BENCH_STEADY_SECONDS")...)
+	st.Description = fmt.Sprintf("After the burst (%d services on %d nodes), the CCM is restarted — its first sync re-ensures every "+
+		"service — and then runs for %s with `--node-sync-period=%s` (every service's load balancer re-checked against the nodes "+
+		"%d times). Nothing changes in the cluster, so nothing may be written to ARM. Same latency model as the burst.",
+		benchServices, benchNodes, benchSteady, steadyNodeSyncPeriod, int(benchSteady/(5*time.Second)))
+	st.Config = map[string]string{"nodes": fmt.Sprint(benchNodes), "services": fmt.Sprint(benchServices),
+		"duration": benchSteady.String(), "--node-sync-period": steadyNodeSyncPeriod}
+	steady.Metrics["ARM reads per minute"] = float64(steady.ARMTotal.Reads) / (steady.Seconds / 60)
+	st.Phases = []report.Phase{steady}
+	w := steady.ARMTotal.Writes + steady.ARMTotal.Deletes
+	st.Goals = []report.Goal{{Name: "ARM writes and deletes in steady state", Want: "0", Got: fmt.Sprint(w), Met: w == 0}}
+	st.Headline = []string{fmt.Sprintf("%s of resyncs with %d services: %d ARM writes, %d reads (%.1f per minute, restart included)",
+		benchSteady, benchServices, w, steady.ARMTotal.Reads, steady.Metrics["ARM reads per minute"])}
+	writeResult(t, st)
+	res.Phases = []report.Phase{ours}
+	res.Notes = []string{"The baseline had not run when this result was written (the run stopped before)."}
+	writeResult(t, res)
 
 	// 3. Baseline: one worker, every change its own read-modify-write (hidden flag, which exists
-	// for this comparison only).
+	// for this comparison only), in a fresh environment of the same shape (deleting the first
+	// burst's services one by one would take longer than the burst).
 	if err := env.StopCCM(); err != nil {
 		t.Fatal(err)
 	}
-	env.StartCCM("--node-sync-period="+steadyNodeSyncPeriod, "--concurrent-service-syncs=1", "--disable-lb-write-merging")
-	b.waitNodesInitialized(benchNodes, 5*time.Minute)
+	env2 := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
+		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+	b = &bench{t: t, env: env2}
+	b.createNodes(env2.Machines)
+	env2.StartCCM("--node-sync-period="+steadyNodeSyncPeriod, "--concurrent-service-syncs=1", "--disable-lb-write-merging")
+	b.waitNodesInitialized(benchNodes, 10*time.Minute)
+	if err := env2.Azsim.SetLatency(b.ctx(), issueLatency()); err != nil {
+		t.Fatal(err)
+	}
 	m = b.meter()
 	d, curve = b.burst("baseline", benchBaselineServices)
 	base := m.phase("burst", "baseline", d.Seconds())
 	curve.Name = "baseline (1 worker, no merging)"
 	base.Series = []report.Series{curve}
+	res.Notes = nil
 
 	lbW, nsgW, pipW := ours.Of("loadBalancers").Writes, ours.Of("networkSecurityGroups").Writes, ours.Of("publicIPAddresses").Writes
 	// Compare per service so that a smaller baseline sample still gives a fair ratio.
@@ -267,21 +297,6 @@ func TestLoadBalancerBurst(t *testing.T) {
 		lbW, base.Of("loadBalancers").Writes, nsgW, base.Of("networkSecurityGroups").Writes, pipW, base.Of("publicIPAddresses").Writes)}
 	res.Notes = []string{"Public IP writes are one per service in both variants: every service owns its public IP, a separate ARM resource."}
 	writeResult(t, res)
-
-	st := newResult("steady-state", "Steady state", "TestLoadBalancerBurst", append(sizeKeys, "BENCH_STEADY_SECONDS")...)
-	st.Description = fmt.Sprintf("After the burst (%d services on %d nodes), the CCM is restarted — its first sync re-ensures every "+
-		"service — and then runs for %s with `--node-sync-period=%s` (every service's load balancer re-checked against the nodes "+
-		"%d times). Nothing changes in the cluster, so nothing may be written to ARM. Same latency model as the burst.",
-		benchServices, benchNodes, benchSteady, steadyNodeSyncPeriod, int(benchSteady/(5*time.Second)))
-	st.Config = map[string]string{"nodes": fmt.Sprint(benchNodes), "services": fmt.Sprint(benchServices),
-		"duration": benchSteady.String(), "--node-sync-period": steadyNodeSyncPeriod}
-	steady.Metrics["ARM reads per minute"] = float64(steady.ARMTotal.Reads) / (steady.Seconds / 60)
-	st.Phases = []report.Phase{steady}
-	w := steady.ARMTotal.Writes + steady.ARMTotal.Deletes
-	st.Goals = []report.Goal{{Name: "ARM writes and deletes in steady state", Want: "0", Got: fmt.Sprint(w), Met: w == 0}}
-	st.Headline = []string{fmt.Sprintf("%s of resyncs with %d services: %d ARM writes, %d reads (%.1f per minute, restart included)",
-		benchSteady, benchServices, w, steady.ARMTotal.Reads, steady.Metrics["ARM reads per minute"])}
-	writeResult(t, st)
 
 	for _, g := range append(res.Goals, st.Goals...) {
 		if !g.Met {
