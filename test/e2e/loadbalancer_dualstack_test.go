@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,7 @@ func TestLoadBalancerDualStack(t *testing.T) {
 	}
 	t.Run("internal dual-stack static addresses", func(t *testing.T) { dsTestStaticInternal(l.with(t)) })
 	t.Run("source ranges split by family", func(t *testing.T) { dsTestSourceRanges(l.with(t)) })
+	t.Run("user IPv6 public IP by name", func(t *testing.T) { dsTestUserPIPv6(l.with(t)) })
 	t.Run("load balancers deleted when empty", func(t *testing.T) {
 		l := l.with(t)
 		l.waitFor("both load balancers deleted", func(ctx context.Context) (bool, error) {
@@ -489,4 +491,60 @@ func dsTestSourceRanges(l *lbEnv) {
 		}
 	}
 	l.deleteAndWaitGone(s)
+}
+
+// dsTestUserPIPv6: a dual-stack service naming a user's IPv6 public IP (azure-pip-name-ipv6) puts
+// it on the IPv6 frontend and creates only the IPv4 public IP; deletion removes that one and
+// leaves the user's IPv6 public IP with its address.
+func dsTestUserPIPv6(l *lbEnv) {
+	t := l.t
+	ctx := lbCtx(t)
+	poller, err := l.net.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, l.rg, "user-pip-v6", armnetwork.PublicIPAddress{
+		Location: to.Ptr(l.Azure.Location),
+		SKU:      &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameStandard)},
+		Properties: &armnetwork.PublicIPAddressPropertiesFormat{
+			PublicIPAllocationMethod: to.Ptr(armnetwork.IPAllocationMethodStatic),
+			PublicIPAddressVersion:   to.Ptr(armnetwork.IPVersionIPv6),
+		},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := poller.PollUntilDone(ctx, lbPoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := res.PublicIPAddress
+	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}}
+	svc := c.service("ds-user-pip", 80)
+	svc.Annotations = map[string]string{annotations.PIPNameIPv6: "user-pip-v6"}
+	l.create(svc)
+	s := l.waitIP(svc.Name)
+	ingress := dsIngressByFamily(t, s, c)
+	eq(t, "IPv6 ingress", ingress[naming.IPv6], pipAddress(&user))
+	st := l.mustState()
+	v := view(st.LBs[lbCluster], naming.ServiceLBName(s.UID))
+	v4, v6 := dsNamesOf(s, c, naming.IPv4, 80), dsNamesOf(s, c, naming.IPv6, 80)
+	if fe := v.Frontends[v6.frontend]; fe == nil {
+		t.Errorf("no frontend %s; have %v", v6.frontend, sortedKeys(v.Frontends))
+	} else {
+		eq(t, "IPv6 frontend PIP", strings.ToLower(deref(deref(fe.Properties.PublicIPAddress).ID)), strings.ToLower(deref(user.ID)))
+	}
+	if st.PIPs[l.rg+"/"+v6.pip] != nil {
+		t.Errorf("managed IPv6 public IP %s created although the service names its own", v6.pip)
+	}
+	if p := st.PIPs[l.rg+"/"+v4.pip]; p == nil || pipAddress(p) != ingress[naming.IPv4] {
+		t.Errorf("managed IPv4 public IP %s = %v, want address %s", v4.pip, p, ingress[naming.IPv4])
+	}
+	l.deleteAndWaitGone(s)
+	if p := l.pipExists(l.rg, "user-pip-v6"); p != nil {
+		eq(t, "user IPv6 public IP address kept", pipAddress(p), pipAddress(&user))
+	}
+	del, err := l.net.NewPublicIPAddressesClient().BeginDelete(ctx, l.rg, "user-pip-v6", nil)
+	if err == nil {
+		_, err = del.PollUntilDone(ctx, lbPoll)
+	}
+	if err != nil {
+		t.Errorf("delete user-pip-v6: %v", err)
+	}
 }
