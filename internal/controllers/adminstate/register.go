@@ -43,7 +43,9 @@ func start(ctx context.Context, cc controllers.Context) (controller.Interface, b
 	}
 	lb, ok := lbi.(*loadbalancer.LoadBalancer)
 	if !ok {
-		return nil, false, fmt.Errorf("admin-state: unexpected load balancer implementation %T", lbi)
+		// Container-based pools (service gateway) have no node backend pools to set a state on.
+		klog.InfoS("Admin-state controller not started: the load balancer implementation has no node backend pools", "implementation", fmt.Sprintf("%T", lbi))
+		return nil, false, nil
 	}
 	clusterName := cc.Config.ComponentConfig.KubeCloudShared.ClusterName
 	kube := cc.Controller.ClientBuilder.ClientOrDie(cc.ClientName)
