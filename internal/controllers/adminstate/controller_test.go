@@ -45,7 +45,9 @@ type testEnv struct {
 	kube     *fake.Clientset
 	ctrl     *Controller
 	recorder *record.FakeRecorder
-	nodes    []*v1.Node
+	// placedNodes: pools hold a subset of the nodes (multiple standard load balancers).
+	placedNodes bool
+	nodes       []*v1.Node
 
 	mu      sync.Mutex
 	updates map[string]int // node updates by name (fake client actions)
@@ -199,7 +201,7 @@ func (e *testEnv) waitStates(down ...int) {
 		if err == nil {
 			ok := true
 			for _, m := range st {
-				if len(m) != len(e.nodes) {
+				if len(m) != len(e.nodes) && !e.placedNodes {
 					ok = false
 				}
 				for ip, s := range m {
@@ -471,9 +473,12 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := poller.PollUntilDone(ctxT(t), &azruntime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}); err != nil {
+	created, err := poller.PollUntilDone(ctxT(t), &azruntime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond})
+	if err != nil {
 		t.Fatal(err)
 	}
+	// Placing the services read lb2 before it existed: drop that cached answer, as its TTL would.
+	e.lb.LoadBalancerWriters().For(*created.ID).Invalidate()
 	lb2 := func() map[string]string {
 		resp, err := e.pools.Get(ctxT(t), testRG, "lb2", testCluster, nil)
 		if err != nil {
@@ -489,9 +494,19 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		}
 		return out
 	}
+	// Node placement (seed 004) spreads the nodes over the two load balancers: pools hold a
+	// subset of the nodes, so only the states of the entries present are checked.
+	e.placedNodes = true
 	e.setTaint(1, outOfService)
 	e.waitStates(1)
-	waitFor(t, "node-1 Down on lb2", func() bool { s := lb2(); return s["10.240.0.11"] == "Down" && s["10.240.0.10"] == "" })
+	var last map[string]string
+	t.Cleanup(func() {
+		if t.Failed() {
+			st, _ := e.states(context.Background())
+			t.Logf("lb2 pool: %v; cluster pools: %v", last, st)
+		}
+	})
+	waitFor(t, "node-1 Down on lb2", func() bool { last = lb2(); return last["10.240.0.11"] == "Down" && last["10.240.0.10"] == "" })
 	e.setTaint(1)
 	e.waitStates()
 	waitFor(t, "node-1 None on lb2", func() bool { return lb2()["10.240.0.11"] == "None" })
