@@ -94,7 +94,7 @@ type nodeState struct {
 	name       string
 	desired    planner.State
 	observedAt time.Time     // when desired last changed
-	applied    planner.State // last state confirmed on every pool ("" before any)
+	applied    planner.State // state confirmed on every pool since desired last changed ("" = none)
 	// PreemptScheduled bookkeeping: acted once per node until the taint is cleared.
 	spotActed     bool
 	spotClearedAt time.Time
@@ -209,7 +209,11 @@ func (c *Controller) nodeChanged(old, cur *v1.Node) {
 		changed = false
 	}
 	if changed {
-		st.desired, st.observedAt = want, c.o.Now()
+		// Rounds write every node's desired state, so from now on any round (this node's or
+		// another's) may put the new state on some pools: what was confirmed before no longer
+		// says what Azure holds. Keeping it let a quick Down→None→Down skip the last write
+		// (found by TestPreemptScheduledTaintsOnce under load).
+		st.desired, st.observedAt, st.applied = want, c.o.Now(), ""
 	}
 	if old != nil && planner.HasSpotTaint(old) && !planner.HasSpotTaint(cur) {
 		// The draining taint was cleared: a later PreemptScheduled event acts again.
