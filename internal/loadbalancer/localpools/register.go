@@ -42,7 +42,9 @@ func start(ctx context.Context, cc controllers.Context) (controller.Interface, b
 	}
 	lb, ok := lbi.(*loadbalancer.LoadBalancer)
 	if !ok {
-		return nil, false, fmt.Errorf("local-pools: unexpected load balancer implementation %T", lbi)
+		// Container-based pools (service gateway) have no node backend pools of Local services.
+		klog.InfoS("Local pool updater not started: the load balancer implementation has no node backend pools", "implementation", fmt.Sprintf("%T", lbi))
+		return nil, false, nil
 	}
 	if !lb.MultipleLoadBalancers() {
 		klog.V(1).InfoS("Local pool updater not started: multipleStandardLoadBalancerConfigurations is not set")
