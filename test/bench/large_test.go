@@ -18,6 +18,8 @@ var (
 	largeNodes    = envInt("BENCH_LARGE_NODES", 5000)
 	largeServices = envInt("BENCH_LARGE_SERVICES", 1000)
 	largeSteady   = time.Duration(envInt("BENCH_LARGE_STEADY_SECONDS", 120)) * time.Second
+	// largeBudget bounds the wait for the services; what converged by then is recorded.
+	largeBudget = time.Duration(envInt("BENCH_LARGE_BUDGET_SECONDS", 2400)) * time.Second
 )
 
 // largeTopology spreads n machines over scale sets of at most 1,000 instances (Azure's limit)
@@ -76,8 +78,11 @@ func TestLargeCluster(t *testing.T) {
 	m = b.meter()
 	t0 = time.Now()
 	b.createServices("apps", svcs)
-	d, curve := b.waitIngress("apps", largeServices, t0, 40*time.Minute)
-	svcPhase := m.phase(fmt.Sprintf("%d services", largeServices), "ours", d.Seconds())
+	d, curve := b.waitIngress("apps", largeServices, t0, largeBudget)
+	got := int(curve.Y[len(curve.Y)-1])
+	svcPhase := m.phase(fmt.Sprintf("%d services (%d with an IP)", largeServices, got), "ours", d.Seconds())
+	svcPhase.Metrics["services with an IP"] = float64(got)
+	svcPhase.Metrics["services per minute"] = float64(got) / (d.Seconds() / 60)
 	curve.Name = "ours"
 	svcPhase.Series = []report.Series{curve}
 
@@ -88,15 +93,23 @@ func TestLargeCluster(t *testing.T) {
 	case <-env.CCM().Done():
 		t.Fatalf("the CCM exited; see %s", env.CCMLogPath())
 	}
-	steady := m.phase("steady state "+largeSteady.String(), "ours", time.Since(t0).Seconds())
+	name := "steady state " + largeSteady.String()
+	if got < largeServices {
+		name = largeSteady.String() + " more, services still converging"
+	}
+	steady := m.phase(name, "ours", time.Since(t0).Seconds())
 	res.Phases = []report.Phase{initPhase, svcPhase, steady}
 	peak := max(initPhase.PeakRSS(), svcPhase.PeakRSS(), steady.PeakRSS())
 	w := steady.ARMTotal.Writes + steady.ARMTotal.Deletes
-	res.Goals = []report.Goal{{Name: "ARM writes in the steady state", Want: "0", Got: fmt.Sprint(w), Met: w == 0}}
-	res.Headline = []string{fmt.Sprintf("%d nodes and %d services: CCM peak RSS %.0f MiB, %.0f CPU s to initialise the nodes, %.0f CPU s for the services (converged in %.0f s), %.2f CPU s per minute in steady state",
-		largeNodes, largeServices, peak, initPhase.CPU(), svcPhase.CPU(), svcPhase.Seconds, steady.CPU()/(steady.Seconds/60))}
+	res.Goals = []report.Goal{{Name: "every service has an IP", Want: fmt.Sprintf("%d within %s", largeServices, largeBudget),
+		Got: fmt.Sprintf("%d in %.0f s", got, svcPhase.Seconds), Met: got >= largeServices}}
+	if got >= largeServices {
+		res.Goals = append(res.Goals, report.Goal{Name: "ARM writes in the steady state", Want: "0", Got: fmt.Sprint(w), Met: w == 0})
+	}
+	res.Headline = []string{fmt.Sprintf("%d nodes: CCM peak RSS %.0f MiB; %.0f CPU s to initialise the nodes (%.0f s); %d of %d services with an IP after %.0f s (%.1f per minute, %.0f CPU s)",
+		largeNodes, peak, initPhase.CPU(), initPhase.Seconds, got, largeServices, svcPhase.Seconds, svcPhase.Metrics["services per minute"], svcPhase.CPU())}
 	writeResult(t, res)
-	if w != 0 {
+	if got >= largeServices && w != 0 {
 		t.Errorf("steady state made %d ARM writes", w)
 	}
 }

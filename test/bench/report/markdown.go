@@ -50,7 +50,8 @@ func Render(results []*Result) (string, []Plot) {
 		"  were refused (412, 429).\n" +
 		"- Times are wall-clock on a 2-core machine shared with other test runs: compare variants within a scenario\n" +
 		"  rather than across runs. ARM request counts do not depend on the machine.\n" +
-		"- A scenario run with `BENCH_*` size overrides is marked *reduced*; the command shown reproduces it.\n\n")
+		"- A scenario run with `BENCH_*` size overrides is marked *reduced*; the command shown reproduces it.\n" +
+		"- Runs that left no JSON result but are worth keeping are described by hand in [earlier-runs.md](earlier-runs.md).\n\n")
 	if h := headlines(results); len(h) > 0 {
 		sb.WriteString("## Headlines\n\n")
 		for _, l := range h {
