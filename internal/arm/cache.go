@@ -2,6 +2,7 @@ package arm
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,6 +131,23 @@ func (c *ListCache[T]) Invalidate(key string) {
 	defer c.mu.Unlock()
 	delete(c.entries, key)
 	c.gens[key]++
+}
+
+// Update edits key's cached items in place with fn (a writer that knows what it wrote keeps the
+// list warm instead of dropping it: a burst of public IP creations would otherwise re-list the
+// resource group once per IP). Without a cached list it only invalidates. A LIST in flight may
+// predate the write, so its result is discarded, as on Invalidate.
+func (c *ListCache[T]) Update(key string, fn func(items []T) []T) {
+	key = strings.ToLower(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gens[key]++
+	e, ok := c.entries[key]
+	if !ok {
+		return
+	}
+	e.items = fn(slices.Clone(e.items))
+	c.entries[key] = e
 }
 
 // InvalidateAll drops every key.

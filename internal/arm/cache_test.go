@@ -122,3 +122,29 @@ func TestListCacheDisabled(t *testing.T) {
 		t.Fatalf("ttl 0 must not cache: %d lists", n)
 	}
 }
+
+func TestListCacheUpdateKeepsListWarm(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	lists := 0
+	c := NewListCache("test", time.Minute, func(_ context.Context, key string) ([]string, error) {
+		lists++
+		return []string{"a", "b"}, nil
+	}, clk.now, NewMetrics())
+	ctx := context.Background()
+	// Without a cached list, Update only invalidates (nothing to edit).
+	c.Update("rg", func(items []string) []string { return append(items, "x") })
+	before, _ := c.Get(ctx, "rg")
+	c.Update("RG", func(items []string) []string { return append(items[1:], "c") })
+	got, _ := c.Get(ctx, "rg")
+	if lists != 1 || len(got) != 2 || got[0] != "b" || got[1] != "c" {
+		t.Fatalf("after update: lists=%d items=%v", lists, got)
+	}
+	if len(before) != 2 || before[0] != "a" {
+		t.Fatalf("update changed a list already handed out: %v", before)
+	}
+	// The TTL still counts from the LIST.
+	clk.add(61 * time.Second)
+	if got, _ := c.Get(ctx, "rg"); lists != 2 || len(got) != 2 || got[0] != "a" {
+		t.Fatalf("expired: lists=%d items=%v", lists, got)
+	}
+}
