@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -153,16 +154,22 @@ var rbacForbidden = regexp.MustCompile(`(?i)forbidden|cannot (get|list|watch|cre
 // TestRBAC renders the chart's RBAC, applies it, and runs the CCM under its ServiceAccount only
 // (token from the TokenRequest API; delegated authn/authz through the same identity) with
 // every controller on: nodes are initialised, routes created, a deleted VM's node removed,
-// a LoadBalancer service gets its IP (nodeIP backend pool) and is deleted, leader election
+// a LoadBalancer service gets its IP (nodeIP backend pool) and is deleted, an
+// externalTrafficPolicy: Local service is placed by a serviceNamespaceSelector and its
+// dedicated pool follows its pod (namespace and EndpointSlice informers), leader election
 // holds the Lease, /healthz is open and /metrics served to authorised clients only, every ARM
 // call is allowed by the custom Azure role, and the CCM log has no "forbidden".
 func TestRBAC(t *testing.T) {
 	nodesRequireBinary(t, framework.CCMBinaryName)
-	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{
+	cloudConfig := map[string]any{
 		"loadBalancerBackendPoolConfigurationType": "nodeIP",
 		"vmCacheTTLInSeconds":                      2,
 		"vmssVirtualMachinesCacheTTLInSeconds":     2,
-	}})
+	}
+	// Multiple load balancers with a namespace selector: the namespace informer and the
+	// local-pools controller (EndpointSlices) run under the chart's role too.
+	maps.Copy(cloudConfig, rbacMultiSLBConfig)
+	e := framework.Start(t, framework.Options{CloudConfig: cloudConfig})
 	if len(e.Machines) < 3 {
 		t.Fatalf("default topology has %d machines, want 3", len(e.Machines))
 	}
@@ -262,6 +269,10 @@ func TestRBAC(t *testing.T) {
 			}
 			return false, fmt.Errorf("no EnsuredLoadBalancer event among %d", len(evs.Items))
 		}, time.Minute)
+	})
+
+	t.Run("Local service on a namespace-selected load balancer: pool follows its pod", func(t *testing.T) {
+		rbacLocalServiceOnSelectedLB(t, e)
 	})
 
 	t.Run("deleted service: finalizer removed", func(t *testing.T) {
