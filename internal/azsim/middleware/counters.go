@@ -19,9 +19,23 @@ type Count struct {
 	Count        int64  `json:"count"`
 }
 
+// ResourceCount is the number of requests of one class addressed to one top-level resource
+// or to its children: the writes of a load balancer's backend pools count for the load
+// balancer. Collection GETs and LRO status polls name no resource and are not counted here.
+type ResourceCount struct {
+	// ResourceType is the top-level type, e.g. "Microsoft.Network/loadBalancers".
+	ResourceType  string `json:"resourceType"`
+	ResourceGroup string `json:"resourceGroup"`
+	Name          string `json:"name"`
+	Class         Class  `json:"class"`
+	Count         int64  `json:"count"`
+}
+
 // Stats is the counters' JSON form.
 type Stats struct {
 	Requests []Count `json:"requests"`
+	// Resources are the counts by addressed resource (see ResourceCount).
+	Resources []ResourceCount `json:"resources,omitempty"`
 	// Throttled counts 429s from the throttling model; Faults counts requests hit by a rule.
 	Throttled int64 `json:"throttled"`
 	Faults    int64 `json:"faults"`
@@ -32,9 +46,16 @@ type countKey struct {
 	status      int
 }
 
+// resourceKey is a resource's lower-cased type, group and name plus the class.
+type resourceKey struct {
+	typ, group, name string
+	class            Class
+}
+
 type counters struct {
 	mu        sync.Mutex
 	counts    map[countKey]*Count
+	resources map[resourceKey]*ResourceCount
 	throttled int64
 	faults    int64
 
@@ -46,7 +67,7 @@ type counters struct {
 }
 
 func newCounters() *counters {
-	c := &counters{counts: map[countKey]*Count{}, registry: prometheus.NewRegistry()}
+	c := &counters{counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{}, registry: prometheus.NewRegistry()}
 	c.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "azsim_arm_requests_total", Help: "ARM requests served by azsim, by method, resource type, class and status.",
 	}, []string{"method", "resource_type", "class", "status"})
@@ -60,11 +81,12 @@ func newCounters() *counters {
 	return c
 }
 
-func (c *counters) record(op Op, status int, took time.Duration) {
+func (c *counters) record(op Op, path string, status int, took time.Duration) {
 	typ := op.ResourceType
 	if typ == "" {
 		typ = "other"
 	}
+	res, hasRes := addressedResource(path)
 	c.mu.Lock()
 	k := countKey{op.Method, strings.ToLower(typ), status}
 	cnt := c.counts[k]
@@ -75,6 +97,16 @@ func (c *counters) record(op Op, status int, took time.Duration) {
 	}
 	cnt.Count++
 	display := cnt.ResourceType
+	if hasRes {
+		rk := resourceKey{strings.ToLower(res.ResourceType), strings.ToLower(res.ResourceGroup), strings.ToLower(res.Name), op.Class}
+		rc := c.resources[rk]
+		if rc == nil {
+			res.Class = op.Class
+			rc = &res
+			c.resources[rk] = rc
+		}
+		rc.Count++
+	}
 	c.mu.Unlock()
 	c.requests.WithLabelValues(op.Method, display, string(op.Class), strconv.Itoa(status)).Inc()
 	c.latency.WithLabelValues(op.Method, display, string(op.Class)).Observe(took.Seconds())
@@ -101,6 +133,22 @@ func (c *counters) snapshot() Stats {
 	for _, v := range c.counts {
 		s.Requests = append(s.Requests, *v)
 	}
+	for _, v := range c.resources {
+		s.Resources = append(s.Resources, *v)
+	}
+	sort.Slice(s.Resources, func(i, j int) bool {
+		a, b := s.Resources[i], s.Resources[j]
+		if a.ResourceType != b.ResourceType {
+			return a.ResourceType < b.ResourceType
+		}
+		if a.ResourceGroup != b.ResourceGroup {
+			return a.ResourceGroup < b.ResourceGroup
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Class < b.Class
+	})
 	sort.Slice(s.Requests, func(i, j int) bool {
 		a, b := s.Requests[i], s.Requests[j]
 		if a.ResourceType != b.ResourceType {
@@ -119,6 +167,7 @@ func (c *counters) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts = map[countKey]*Count{}
+	c.resources = map[resourceKey]*ResourceCount{}
 	c.throttled, c.faults = 0, 0
 }
 
@@ -160,3 +209,29 @@ func (s Stats) Actions(resourceType string) int64 { return s.ByClass(Action, res
 
 // Total counts every request.
 func (s Stats) Total() int64 { return s.Sum("", "", 0) }
+
+// addressedResource finds the top-level resource a request path addresses:
+// /subscriptions/{s}/resourceGroups/{rg}/providers/{namespace}/{type}/{name}[/...]. Paths
+// without a resource name (collections, LRO status under locations) have none.
+func addressedResource(path string) (ResourceCount, bool) {
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	if len(seg) < 8 || !strings.EqualFold(seg[0], "subscriptions") || !strings.EqualFold(seg[2], "resourceGroups") ||
+		!strings.EqualFold(seg[4], "providers") || strings.EqualFold(seg[6], "locations") || seg[7] == "" {
+		return ResourceCount{}, false
+	}
+	return ResourceCount{ResourceType: seg[5] + "/" + seg[6], ResourceGroup: seg[3], Name: seg[7]}, true
+}
+
+// ByResource adds the counts of one class ("" = any) of requests addressed to the named
+// top-level resource of a type (compared as in fault rules; group and name case-insensitive,
+// group "" = any).
+func (s Stats) ByResource(class Class, resourceType, group, name string) int64 {
+	var n int64
+	for _, c := range s.Resources {
+		if (class == "" || c.Class == class) && typeMatches(resourceType, c.ResourceType) &&
+			(group == "" || strings.EqualFold(group, c.ResourceGroup)) && strings.EqualFold(name, c.Name) {
+			n += c.Count
+		}
+	}
+	return n
+}

@@ -161,7 +161,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		m.counters.record(op, status, m.opts.Now().Sub(start))
+		m.counters.record(op, r.URL.Path, status, m.opts.Now().Sub(start))
 	}()
 	if m.opts.Authorize != nil {
 		if err := m.opts.Authorize(r); err != nil {
