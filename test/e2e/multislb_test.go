@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,14 +287,9 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		m.scale("mslb-local", 30)
 		m.poolFollowsPods(lb, pool, "mslb-local", 30)
 
-		// Restart in the middle of a flush window: the scale-down lands while the CCM is down.
-		m.scale("mslb-local", 2)
-		if err := m.StopCCM(); err != nil {
-			t.Fatal(err)
-		}
-		m.waitFor("pods down to 2", m.readyPods("mslb-local", 2), lbWait)
-		m.StartCCM()
-		m.poolFollowsPods(lb, pool, "mslb-local", 2)
+		// Killed in the middle of a flush window: the updater has queued the scale-down but
+		// not flushed it; the rest of it lands while the CCM is down.
+		m.killInFlushWindow(lb, pool, "mslb-local", 2)
 
 		// An injected ARM failure on the flush: retried with backoff until it lands.
 		f, err := m.Azsim.AddFault(context.Background(), middleware.Fault{Kind: middleware.FaultConflict, Class: middleware.Write,
@@ -453,4 +450,86 @@ func (m *mslbEnv) poolFollowsPods(lb, pool, app string, n int) {
 		return true, nil
 	}, lbWait)
 	m.t.Logf("pool %s followed %d pods %s after the scale", pool, n, time.Since(began).Round(time.Millisecond))
+}
+
+// mslbFlushWindow is the flush interval of the kill-in-the-window scenario: wide enough that
+// the kill reliably lands between the queued change and its flush.
+const mslbFlushWindow = 10
+
+// killInFlushWindow restarts the CCM with a flush interval of mslbFlushWindow seconds, waits
+// for its start-up flush (which starts a fresh window), scales the app to n, and SIGKILLs the
+// CCM as soon as the local-pools controller has queued the EndpointSlice change (its pending
+// gauge), before the flush: the pool must still be as before at that point. Restarted, the CCM
+// must bring the pool to the nodes of the n pods (level-triggered: nothing of the change lost).
+func (m *mslbEnv) killInFlushWindow(lb, pool, app string, n int32) {
+	t := m.t
+	t.Helper()
+	cfg := mslbConfig(true)
+	cfg["loadBalancerBackendPoolUpdateIntervalInSeconds"] = mslbFlushWindow
+	if err := m.WriteCloudConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	m.RestartCCM()
+	m.waitFor("the start-up flush of the restarted CCM", func(ctx context.Context) (bool, error) {
+		flushed, err := m.ccmMetric(ctx, "azure_ccm_multislb_local_pool_flushes_total")
+		if err != nil {
+			return false, err
+		}
+		pending, err := m.ccmMetric(ctx, "azure_ccm_multislb_local_pools_pending")
+		if err != nil {
+			return false, err
+		}
+		return flushed >= 1 && pending == 0, fmt.Errorf("%v flushes, %v pools pending", flushed, pending)
+	}, lbWait)
+	before := poolIPs(m.mustState().LBs[lb], pool)
+	t.Logf("pool %s before the scale to %d: %v", pool, n, before)
+
+	m.scale(app, n)
+	queued := time.Now()
+	m.waitFor("the EndpointSlice change queued", func(ctx context.Context) (bool, error) {
+		pending, err := m.ccmMetric(ctx, "azure_ccm_multislb_local_pools_pending")
+		if err != nil {
+			return false, err
+		}
+		return pending >= 1, fmt.Errorf("%v pools pending", pending)
+	}, lbWait)
+	p := m.CCM()
+	if err := syscall.Kill(-p.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	_ = m.StopCCM() // forgets the killed process ("exited on its own" is expected)
+	t.Logf("CCM killed %s after the scale to %d", time.Since(queued).Round(time.Millisecond), n)
+	if got := poolIPs(m.mustState().LBs[lb], pool); !slices.Equal(got, before) {
+		t.Fatalf("the pool was flushed before the kill (%v, was %v): the kill missed the window", got, before)
+	}
+
+	m.waitFor(fmt.Sprintf("pods down to %d", n), m.readyPods(app, int(n)), lbWait)
+	m.StartCCM()
+	m.poolFollowsPods(lb, pool, app, int(n))
+}
+
+// ccmMetric sums every sample of a metric family of the running CCM (0 when absent).
+func (m *mslbEnv) ccmMetric(ctx context.Context, family string) (float64, error) {
+	text, err := m.CCMMetrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for _, line := range strings.Split(text, "\n") {
+		name, rest, ok := strings.Cut(line, " ")
+		if !ok || (name != family && !strings.HasPrefix(name, family+"{")) {
+			continue
+		}
+		if strings.Contains(name, "{") && !strings.HasSuffix(name, "}") {
+			// Label values with spaces: the value is the last field.
+			rest = line[strings.LastIndex(line, " ")+1:]
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, nil
 }
