@@ -164,6 +164,9 @@ func renderResult(r *Result) (string, []Plot) {
 		sb.WriteString(reads)
 		sb.WriteString("\n</details>\n\n")
 	}
+	if res := resourceRows(r.Phases); res != "" {
+		sb.WriteString(res + "\n")
+	}
 	if hasMetrics(r.Phases) {
 		sb.WriteString("| phase | variant | figure | value |\n|---|---|---|--:|\n")
 		for _, p := range r.Phases {
@@ -223,6 +226,21 @@ func resultPlots(r *Result, cols []struct{ col, typ string }) []Plot {
 			p.Values = append(p.Values, vs)
 		}
 		plots = append(plots, p)
+	}
+	for _, ph := range r.Phases {
+		if len(ph.Resources) == 0 {
+			continue
+		}
+		// Reads (an order of magnitude more) are in the table only.
+		p := Plot{File: "plots/" + r.Scenario + "-resources.png", Title: r.Title + ": ARM writes per resource", YLabel: "requests",
+			Bars: []string{"writes", "deletes"}}
+		for _, k := range sortedKeys(ph.Resources) {
+			c := ph.Resources[k]
+			p.Groups = append(p.Groups, k)
+			p.Values = append(p.Values, []float64{float64(c.Writes), float64(c.Deletes)})
+		}
+		plots = append(plots, p)
+		break // one plot: the first phase that counted resources
 	}
 	timed := 0
 	for _, ph := range r.Phases {
@@ -297,6 +315,21 @@ func readRows(ps []Phase) string {
 		sb.WriteString("\n")
 	}
 	return sb.String()
+}
+
+// resourceRows is the table of requests per named resource, one row per phase and resource.
+func resourceRows(ps []Phase) string {
+	var sb strings.Builder
+	for _, p := range ps {
+		for _, k := range sortedKeys(p.Resources) {
+			c := p.Resources[k]
+			fmt.Fprintf(&sb, "| %s | %s | %s | %d | %d | %d |\n", p.Name, p.Variant, k, c.Reads, c.Writes, c.Deletes)
+		}
+	}
+	if sb.Len() == 0 {
+		return ""
+	}
+	return "| phase | variant | resource | reads | writes | deletes |\n|---|---|---|--:|--:|--:|\n" + sb.String()
 }
 
 func hasMetrics(ps []Phase) bool {

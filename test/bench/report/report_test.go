@@ -137,6 +137,38 @@ func TestRender(t *testing.T) {
 	}
 }
 
+func TestRenderResources(t *testing.T) {
+	r := &Result{Scenario: "multislb-scale", Title: "Many LBs", Phases: []Phase{{Name: "1000 services", Variant: "ours", Seconds: 60,
+		Resources: map[string]Counts{"loadBalancers/lb-2": {Reads: 40, Writes: 7}, "loadBalancers/kubernetes": {Reads: 50, Writes: 9, Deletes: 1}}}}}
+	md, plots := Render([]*Result{r})
+	for _, want := range []string{"| phase | variant | resource | reads | writes | deletes |",
+		"| 1000 services | ours | loadBalancers/kubernetes | 50 | 9 | 1 |\n| 1000 services | ours | loadBalancers/lb-2 | 40 | 7 | 0 |",
+		"](plots/multislb-scale-resources.png)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	var p *Plot
+	for i := range plots {
+		if plots[i].File == "plots/multislb-scale-resources.png" {
+			p = &plots[i]
+		}
+	}
+	if p == nil {
+		t.Fatalf("no resource plot among %d", len(plots))
+	}
+	if strings.Join(p.Groups, ",") != "loadBalancers/kubernetes,loadBalancers/lb-2" || p.Values[1][0] != 7 || p.Values[0][1] != 1 {
+		t.Errorf("resource plot %+v", p)
+	}
+	if err := Draw(t.TempDir(), *p); err != nil {
+		t.Error(err)
+	}
+	// Results without resource counts render as before.
+	if md, _ := Render([]*Result{sample()}); strings.Contains(md, "| resource |") {
+		t.Error("resource table in a result without resource counts")
+	}
+}
+
 func TestWriteLoadOrder(t *testing.T) {
 	dir := t.TempDir()
 	for _, s := range []string{"zzz", "azsim", "lb-burst"} {

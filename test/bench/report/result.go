@@ -54,6 +54,9 @@ type Phase struct {
 	// ARM is azsim's counters by resource type; ARMTotal all requests.
 	ARM      map[string]Counts `json:"arm"`
 	ARMTotal Counts            `json:"armTotal"`
+	// Resources are azsim's counters for named resources ("loadBalancers/lb-2": requests
+	// addressed to it or its children), for scenarios that compare resources of one type.
+	Resources map[string]Counts `json:"resources,omitempty"`
 	// Throttled429 is the number of 429s azsim answered (throttling model and faults).
 	Throttled429 int64 `json:"throttled429"`
 	// ThrottledSeconds is the time the CCM's callers waited at its throttle gate.
@@ -217,7 +220,7 @@ func Load(dir string) ([]*Result, error) {
 }
 
 // Order is the report's scenario order.
-var Order = []string{"lb-burst", "steady-state", "scale-set-scaling", "rolling-upgrade", "adminstate", "throttling", "throttling-gate", "large-cluster", "azsim"}
+var Order = []string{"lb-burst", "steady-state", "scale-set-scaling", "rolling-upgrade", "adminstate", "throttling", "throttling-gate", "large-cluster", "multislb-scale", "azsim"}
 
 func rank(s string) int {
 	if i := slices.Index(Order, s); i >= 0 {
