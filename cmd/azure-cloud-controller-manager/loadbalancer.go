@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	cloudprovider "k8s.io/cloud-provider"
 	cliflag "k8s.io/component-base/cli/flag"
 
@@ -11,7 +12,16 @@ import (
 )
 
 // defaultConcurrentServiceSyncs replaces the upstream default of --concurrent-service-syncs (1).
-const defaultConcurrentServiceSyncs = 10
+// Workers mostly wait on group-commit writers, and a load balancer or NSG write carries the
+// changes of every worker waiting on it: 50 workers let a burst of services share a few writes
+// (test/bench TestLoadBalancerBurst).
+const defaultConcurrentServiceSyncs = 50
+
+// --kube-api-qps / --kube-api-burst defaults (upstream 20 / 30), see main.
+const (
+	defaultKubeAPIQPS   = 50
+	defaultKubeAPIBurst = 100
+)
 
 // disableLBWriteMerging is set by the hidden --disable-lb-write-merging flag: every load
 // balancer, NSG, public IP and pool change becomes its own read-modify-write. It exists only so
@@ -46,6 +56,11 @@ func installLoadBalancer() {
 			ListPublicIPs:       d.Clients.Caches.PublicIPs.Get,
 			InvalidatePublicIPs: func(rg string) {
 				d.Clients.Caches.PublicIPs.Invalidate(rg)
+			},
+			PublicIPWritten: func(rg, name string, stored *armnetwork.PublicIPAddress) {
+				d.Clients.Caches.PublicIPs.Update(rg, func(items []*armnetwork.PublicIPAddress) []*armnetwork.PublicIPAddress {
+					return loadbalancer.ReplacePublicIP(items, name, stored)
+				})
 			},
 			// nodeIPConfiguration pools: nodes are resolved to NIC / scale set VM ip
 			// configurations through the resolver's list caches, which membership writes drop.

@@ -33,9 +33,12 @@ func main() {
 	}
 	// The provider name defaults to azure, as in the existing Azure CCM.
 	opts.KubeCloudShared.CloudProvider.Name = provider.ProviderName
-	// Ten service workers by default (upstream: 1): their writes to one load balancer or NSG are
+	// More service workers than upstream (1): their writes to one load balancer or NSG are
 	// merged, so more workers mean fewer ARM writes per service, not more.
 	opts.ServiceController.ConcurrentServiceSyncs = defaultConcurrentServiceSyncs
+	// Each service costs the service controller two API writes (finalizer, status) and two events:
+	// at the upstream 20 QPS the API client, not Azure, would pace a burst.
+	opts.Generic.ClientConnection.QPS, opts.Generic.ClientConnection.Burst = defaultKubeAPIQPS, defaultKubeAPIBurst
 	installLoadBalancer()
 	// Register the ARM metrics with the legacy registry served on /metrics.
 	arm.DefaultMetrics()

@@ -121,10 +121,11 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 		for _, p := range plans {
 			stored := p.Existing
 			if p.Mutate != nil {
-				if stored, err = l.pipWriter(pipRG, p.Name).Submit(ctx, p.Mutate); err != nil {
+				stored, err = l.pipWriter(pipRG, p.Name).Submit(ctx, p.Mutate)
+				l.pipWritten(pipRG, p.Name, stored, err)
+				if err != nil {
 					return nil, fmt.Errorf("public IP %s: %w", p.Name, err)
 				}
-				l.pipWritten(pipRG)
 			}
 			if stored == nil || stored.ID == nil {
 				return nil, fmt.Errorf("public IP %s has no ID", p.Name)
@@ -353,10 +354,10 @@ func hasServiceObjects(lb *armnetwork.LoadBalancer, svcLBName string) bool {
 func (l *LoadBalancer) releasePIP(ctx context.Context, c *plan.Cluster, s *plan.Service, rg string, p *armnetwork.PublicIPAddress) error {
 	deletable := !plan.UserChosen(s, p)
 	key := s.Key()
-	_, err := l.pipWriter(rg, str(p.Name)).Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
+	stored, err := l.pipWriter(rg, str(p.Name)).Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
 		return plan.UnbindPIP(c, cur, key, deletable)
 	})
-	l.pipWritten(rg)
+	l.pipWritten(rg, str(p.Name), stored, err)
 	if err != nil {
 		return fmt.Errorf("releasing public IP %s: %w", str(p.Name), err)
 	}

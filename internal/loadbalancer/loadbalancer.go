@@ -70,8 +70,12 @@ type Options struct {
 	Caches *arm.Caches
 	// ListPublicIPs lists the public IPs of a resource group (a list cache); default: LIST.
 	ListPublicIPs func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error)
-	// InvalidatePublicIPs is called after a public IP write (to drop a list cache).
+	// InvalidatePublicIPs is called after a failed public IP write (to drop a list cache).
 	InvalidatePublicIPs func(rg string)
+	// PublicIPWritten is called after a public IP write with the stored resource (nil: deleted),
+	// to keep the list cache current without a LIST (see ReplacePublicIP). Without it, a write
+	// invalidates the list instead.
+	PublicIPWritten func(rg, name string, stored *armnetwork.PublicIPAddress)
 	// CacheTTL of the writers' models (default loadBalancerCacheTTLInSeconds, else 120s).
 	CacheTTL time.Duration
 	// Namespaces reads namespace labels for serviceNamespaceSelector (multiple load balancers;
@@ -103,6 +107,12 @@ type LoadBalancer struct {
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
 
+// sharedWriteGather is the group-commit window of the writers that many services share (load
+// balancers, the NSG, backend pools): the services of one load balancer batch reach the NSG
+// within milliseconds of each other, and without a window the first one would be written alone.
+// Small next to an ARM write (0.5–2 s).
+const sharedWriteGather = 100 * time.Millisecond
+
 // New builds the implementation.
 func New(o Options) (*LoadBalancer, error) {
 	if o.Config == nil || o.Network == nil {
@@ -119,18 +129,18 @@ func New(o Options) (*LoadBalancer, error) {
 	}
 	l := &LoadBalancer{cfg: o.Config, net: o.Network, opts: o}
 	wo := func() (poll time.Duration) { return o.PollFrequency }
-	maxBatch := 0
+	maxBatch, gather := 0, sharedWriteGather
 	if o.DisableWriteMerging {
-		maxBatch = 1
+		maxBatch, gather = 1, 0
 	}
 	l.lbs = writer.NewRegistry(func(id string) writer.Store[armnetwork.LoadBalancer] {
 		rg, name := idParts(id)
 		return &azstore.LoadBalancer{Client: o.Network.NewLoadBalancersClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
-	}, writer.Options[armnetwork.LoadBalancer]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
+	}, writer.Options[armnetwork.LoadBalancer]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch, Gather: gather})
 	l.nsgs = writer.NewRegistry(func(id string) writer.Store[armnetwork.SecurityGroup] {
 		rg, name := idParts(id)
 		return &azstore.SecurityGroup{Client: o.Network.NewSecurityGroupsClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
-	}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
+	}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch, Gather: gather})
 	l.pips = writer.NewRegistry(func(id string) writer.Store[armnetwork.PublicIPAddress] {
 		rg, name := idParts(id)
 		return &azstore.PublicIP{Client: o.Network.NewPublicIPAddressesClient(), ResourceGroup: rg, Name: name, PollFrequency: wo()}
@@ -141,7 +151,7 @@ func New(o Options) (*LoadBalancer, error) {
 		rg, lbName := idParts(lbID)
 		return &azstore.BackendPool{Client: o.Network.NewLoadBalancerBackendAddressPoolsClient(), ResourceGroup: rg,
 			LoadBalancer: lbName, Name: lastSegment(id), PollFrequency: wo()}
-	}, writer.Options[armnetwork.BackendAddressPool]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch})
+	}, writer.Options[armnetwork.BackendAddressPool]{CacheTTL: o.CacheTTL, MaxBatch: maxBatch, Gather: gather})
 
 	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
 		cfgs, err := placement.Compile(o.Config.MultipleStandardLoadBalancerConfigurations)
@@ -285,10 +295,31 @@ func (l *LoadBalancer) listPIPs(ctx context.Context, rg string) ([]*armnetwork.P
 	return out, nil
 }
 
-func (l *LoadBalancer) pipWritten(rg string) {
+// pipWritten keeps the public IP list cache in step with a write of public IP name.
+func (l *LoadBalancer) pipWritten(rg, name string, stored *armnetwork.PublicIPAddress, err error) {
+	if err == nil && l.opts.PublicIPWritten != nil {
+		l.opts.PublicIPWritten(rg, name, stored)
+		return
+	}
 	if l.opts.InvalidatePublicIPs != nil {
 		l.opts.InvalidatePublicIPs(rg)
 	}
+}
+
+// ReplacePublicIP returns items with the public IP called name replaced by stored, appended when
+// it is new, or removed when stored is nil. It does not modify items.
+func ReplacePublicIP(items []*armnetwork.PublicIPAddress, name string, stored *armnetwork.PublicIPAddress) []*armnetwork.PublicIPAddress {
+	out := make([]*armnetwork.PublicIPAddress, 0, len(items)+1)
+	for _, p := range items {
+		if p != nil && strings.EqualFold(str(p.Name), name) {
+			continue
+		}
+		out = append(out, p)
+	}
+	if stored != nil {
+		out = append(out, stored)
+	}
+	return out
 }
 
 func (l *LoadBalancer) subnetID(s *plan.Service) string {

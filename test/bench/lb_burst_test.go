@@ -212,14 +212,14 @@ func TestLoadBalancerBurst(t *testing.T) {
 	res.Description = fmt.Sprintf("%d LoadBalancer services (one TCP port each) created at once on %d KWOK nodes of one scale set "+
 		"(`nodeIP` backend pool), azsim latency LB PUT 1 s, PIP PUT 0.5 s, NSG PUT 0.5 s, other writes and deletes 0.3 s, GET 50 ms. "+
 		"Time from the first create to the last service with `status.loadBalancer.ingress`. **ours**: the CCM as shipped "+
-		"(10 service workers, one group-commit writer per Azure resource); **baseline**: `--concurrent-service-syncs=1 "+
+		"(50 service workers, one group-commit writer per Azure resource with a 100 ms gathering window); **baseline**: `--concurrent-service-syncs=1 "+
 		"--disable-lb-write-merging` (every service its own read-modify-write of each resource, as the existing provider "+
 		"reconciles), measured in the same run, on a fresh cluster and azsim of the same shape (the first burst's services stay where they are).", benchServices, benchNodes)
 	res.Config = map[string]string{"nodes": fmt.Sprint(benchNodes), "services (ours)": fmt.Sprint(benchServices),
 		"services (baseline)": fmt.Sprint(benchBaselineServices), "backend pool type": "nodeIP",
 		"latency": "LB PUT 1s, PIP PUT 0.5s, NSG PUT 0.5s, other writes 0.3s, deletes 0.3s, GET 50ms", "progress": "services with an IP"}
 
-	// 1. Ours: the CCM as shipped (10 service workers, group commit).
+	// 1. Ours: the CCM as shipped (50 service workers, group commit).
 	m := b.meter()
 	d, curve := b.burst("merged", benchServices)
 	ours := m.phase("burst", "ours", d.Seconds())

@@ -63,6 +63,11 @@ type Options[T any] struct {
 	// MaxBatch caps the mutations of one batch; 0 means no cap. 1 turns group commit off (one
 	// read-modify-write per mutation): only the benchmark's no-merging baseline uses it.
 	MaxBatch int
+	// Gather is how long a batch waits for more mutations before it is taken, when its read came
+	// from the cache (an ARM read is a window of its own). Concurrent reconciles that reach the
+	// writer a few milliseconds apart — e.g. every service of the previous load balancer batch,
+	// moving on to the NSG together — then share one write instead of two. 0: no wait.
+	Gather time.Duration
 }
 
 type result[T any] struct {
@@ -152,7 +157,7 @@ func (w *Writer[T]) Submit(ctx context.Context, m Mutation[T]) (*T, error) {
 // Get returns the resource as the writer knows it (from its cache while fresh, else read), as a
 // private copy; nil when it does not exist.
 func (w *Writer[T]) Get(ctx context.Context) (*T, error) {
-	obj, _, err := w.read(ctx)
+	obj, _, _, err := w.read(ctx)
 	return obj, err
 }
 
@@ -221,7 +226,10 @@ func (w *Writer[T]) commit() {
 
 	var batch []*request[T]
 	for attempt := 1; ; attempt++ {
-		cur, etag, err := w.read(ctx)
+		cur, etag, fromCache, err := w.read(ctx)
+		if attempt == 1 && fromCache && err == nil && w.opts.Gather > 0 {
+			time.Sleep(w.opts.Gather)
+		}
 		batch = append(batch, w.drain(len(batch))...)
 		if err != nil {
 			w.finish(batch, nil, nil, fmt.Errorf("read: %w", err))
@@ -262,22 +270,23 @@ func apply[T any](m Mutation[T], cur *T) (next *T, err error) {
 	return m(cur)
 }
 
-func (w *Writer[T]) read(ctx context.Context) (*T, string, error) {
+// read returns a private copy of the resource, its ETag, and whether it came from the cache.
+func (w *Writer[T]) read(ctx context.Context) (*T, string, bool, error) {
 	w.mu.Lock()
 	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
 		obj, etag := w.opts.Clone(w.cache), w.cacheETag
 		w.mu.Unlock()
-		return obj, etag, nil
+		return obj, etag, true, nil
 	}
 	w.stats.Gets++
 	w.mu.Unlock()
 	obj, etag, err := w.store.Get(ctx)
 	if err != nil {
 		w.Invalidate()
-		return nil, "", err
+		return nil, "", false, err
 	}
 	w.remember(obj, etag)
-	return w.opts.Clone(obj), etag, nil
+	return w.opts.Clone(obj), etag, false, nil
 }
 
 func (w *Writer[T]) remember(obj *T, etag string) {

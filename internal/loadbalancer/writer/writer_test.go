@@ -440,3 +440,30 @@ func TestRegistrySharesWriterPerID(t *testing.T) {
 	}
 	r.InvalidateAll()
 }
+
+// With Gather, a mutation that arrives while a batch (read from the cache) waits joins it.
+func TestGatherMergesLateArrivals(t *testing.T) {
+	store := &fakeStore{}
+	w := New[model](store, Options[model]{CacheTTL: time.Hour, Gather: time.Second})
+	if _, err := w.Submit(context.Background(), set("warm", 1)); err != nil {
+		t.Fatal(err)
+	}
+	_, putsBefore, _ := store.snapshot()
+	errs := make(chan error, 2)
+	go func() { _, err := w.Submit(context.Background(), set("a", 1)); errs <- err }()
+	// The second batch has started (and is gathering) while "a" is still pending.
+	waitFor(t, "second batch gathering", func() bool { return w.Stats().Batches == 2 && w.Pending() == 1 })
+	go func() { _, err := w.Submit(context.Background(), set("b", 1)); errs <- err }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, puts, _ := store.snapshot()
+	if puts-putsBefore != 1 {
+		t.Fatalf("want a and b in one PUT, got %d PUTs", puts-putsBefore)
+	}
+	if m.Items["a"] != 1 || m.Items["b"] != 1 {
+		t.Fatalf("items: %v", m.Items)
+	}
+}
