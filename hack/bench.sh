@@ -4,6 +4,19 @@
 # docs/performance/README.md and its plots are generated from every result there. The go test
 # log goes to _output/bench/bench.log. BENCH_FLAGS adds go test flags (e.g. "-run TestBurst");
 # BENCH_* variables shrink scenarios for quick runs (the result then says it was reduced).
+#
+# Scenarios (go test -run name → result; size variables):
+#   TestLoadBalancerBurst    → lb-burst, steady-state; BENCH_NODES, BENCH_SERVICES, BENCH_BASELINE_SERVICES, BENCH_STEADY_SECONDS
+#   TestScaleSetScaling      → scale-set-scaling; BENCH_SCALE_*
+#   TestRollingUpgrade       → rolling-upgrade; BENCH_ROLL_*
+#   TestAdminStateBench      → adminstate
+#   TestThrottling, TestThrottlingScaledLimits → throttling, throttling-gate; BENCH_THROTTLE_*, BENCH_GATE_*
+#   TestLargeCluster         → large-cluster; BENCH_LARGE_*
+#   TestMultiSLBScale        → multislb-scale (1,000 services over 4 load balancers on 100 nodes);
+#                              BENCH_MSLB_SERVICES, BENCH_MSLB_NODES, BENCH_MSLB_LBS, BENCH_MSLB_BUDGET_SECONDS
+#   TestAzsimBench           → azsim
+#   (and the migration and service gateway scenarios of test/bench)
+# e.g. BENCH_MSLB_SERVICES=100 BENCH_MSLB_NODES=20 make bench BENCH_FLAGS='-run ^TestMultiSLBScale$'
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
