@@ -146,11 +146,14 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	}
 
 	var members []*plan.Service
+	release := func() {}
 	if l.multi != nil {
 		p, err := l.placeService(ctx, c.ClusterName, s, fronts)
 		if err != nil {
 			return nil, err
 		}
+		release = p.release
+		defer release() // on every return; idempotent
 		c, members = p.c, p.members
 	}
 	lb, err := l.lbWriter(c, c.LBName(internal)).Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
@@ -168,6 +171,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 		}
 		return next, nil
 	})
+	release() // the rules are on Azure (or not coming): placement counts them from there now
 	if err != nil {
 		return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 	}

@@ -158,7 +158,7 @@ func New(o Options) (*LoadBalancer, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.multi = &multiSLB{cfgs: cfgs, nodeLB: map[string]string{}}
+		l.multi = &multiSLB{cfgs: cfgs, nodeLB: map[string]string{}, pending: map[string]int{}}
 		RegisterMetrics()
 	}
 	l.backends = o.Backends

@@ -46,7 +46,15 @@ type multiSLB struct {
 	// nodeLB is the last placement (node name -> configuration), so a node placed on a load
 	// balancer that does not exist yet keeps its place until that load balancer is created.
 	nodeLB map[string]string
+
+	// pendingMu guards pending: the rules of services placed on a load balancer whose write has
+	// not landed yet, by pendingKey. Placement counts them too; otherwise every service of a
+	// burst would pick the load balancer that had the fewest rules when the burst began.
+	pendingMu sync.Mutex
+	pending   map[string]int
 }
+
+func pendingKey(prefix string, internal bool) string { return fmt.Sprintf("%s/%t", prefix, internal) }
 
 // MultipleLoadBalancers reports whether multipleStandardLoadBalancerConfigurations is in use.
 func (l *LoadBalancer) MultipleLoadBalancers() bool { return l.multi != nil }
@@ -120,6 +128,31 @@ type placed struct {
 	// members are the other services sharing the service's frontend, re-applied with it on the
 	// target load balancer after a move.
 	members []*plan.Service
+	// release drops the placement's pending rules once its load balancer write is done.
+	release func()
+}
+
+// reserve counts rules as pending on a load balancer until the returned release is called.
+func (m *multiSLB) reserve(key string, rules int) func() {
+	if rules == 0 {
+		return func() {}
+	}
+	m.pending[key] += rules
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.pendingMu.Lock()
+			defer m.pendingMu.Unlock()
+			if m.pending[key] -= rules; m.pending[key] <= 0 {
+				delete(m.pending, key)
+			}
+		})
+	}
+}
+
+// ruleCount estimates the load balancing rules a service adds: one per port and IP family.
+func ruleCount(s *plan.Service) int {
+	return max(len(s.Svc.Spec.Ports), 1) * max(len(s.Families()), 1)
 }
 
 // placeService chooses the configuration of s (and of the services sharing its frontend),
@@ -160,7 +193,20 @@ func (l *LoadBalancer) placeService(ctx context.Context, clusterName string, s *
 			group = append(group, l.placeInput(m, holder))
 		}
 	}
+	l.multi.pendingMu.Lock()
+	for _, c := range l.clusters(clusterName) {
+		rules[c.LBNamePrefix] += l.multi.pending[pendingKey(c.LBNamePrefix, internal)]
+	}
 	d, err := placement.PlaceGroup(l.multi.cfgs, group, rules)
+	release := func() {}
+	if err == nil && (current == "" || d.Moved) {
+		n := 0
+		for _, m := range append([]*plan.Service{s}, members...) {
+			n += ruleCount(m)
+		}
+		release = l.multi.reserve(pendingKey(d.Name, internal), n)
+	}
+	l.multi.pendingMu.Unlock()
 	if err != nil {
 		l.event(s.Svc, v1.EventTypeWarning, ReasonNoEligibleLoadBalancer, err.Error())
 		placements.WithLabelValues("no_eligible").Inc()
@@ -172,7 +218,7 @@ func (l *LoadBalancer) placeService(ctx context.Context, clusterName string, s *
 			placements.WithLabelValues("placed").Inc()
 			l.event(s.Svc, v1.EventTypeNormal, ReasonLoadBalancerPlaced, fmt.Sprintf("placed on load balancer %s", target.LBName(internal)))
 		}
-		return &placed{c: target}, nil
+		return &placed{c: target, release: release}, nil
 	}
 	// Moving: the frontend (public IP or private address) must leave the old load balancer
 	// before the new one can carry it, together with every service on it.
@@ -182,6 +228,7 @@ func (l *LoadBalancer) placeService(ctx context.Context, clusterName string, s *
 		if len(shared) == 0 {
 			old, err := l.lbWriter(from, from.LBName(true)).Get(ctx)
 			if err != nil {
+				release()
 				return nil, err
 			}
 			keepPrivateIPs(fronts, plan.ServiceFrontends(old, s.LBName()))
@@ -190,6 +237,7 @@ func (l *LoadBalancer) placeService(ctx context.Context, clusterName string, s *
 	for _, m := range append([]*plan.Service{s}, members...) {
 		for _, in := range []bool{false, true} {
 			if err := l.removeFromLB(ctx, from, from.LBName(in), m); err != nil {
+				release()
 				return nil, fmt.Errorf("moving off %s: %w", from.LBName(in), err)
 			}
 		}
@@ -198,7 +246,7 @@ func (l *LoadBalancer) placeService(ctx context.Context, clusterName string, s *
 			from.LBName(internal), target.LBName(internal)))
 	}
 	placements.WithLabelValues("moved").Inc()
-	return &placed{c: target, members: members}, nil
+	return &placed{c: target, members: members, release: release}, nil
 }
 
 // keepPrivateIPs pins internal frontends to the address they have now, so a moved service keeps

@@ -2,8 +2,10 @@ package loadbalancer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -245,5 +247,48 @@ func drain(e *env) []string {
 		default:
 			return out
 		}
+	}
+}
+
+// A burst of new services spreads over the eligible load balancers: placement counts the rules
+// of services placed but not yet written, not only those already on Azure.
+func TestMultiSLBBurstSpreads(t *testing.T) {
+	e, idx := multiEnv(t)
+	ctx := ctxT(t)
+	nodes := []*v1.Node{node("n1", "10.240.0.11", nil)}
+	const n = 20
+	svcs := make([]*v1.Service, n)
+	for i := range svcs {
+		svcs[i] = service(fmt.Sprintf("d%07d-0000-0000-0000-000000000000", i), fmt.Sprintf("burst%d", i), nil,
+			v1.ServicePort{Name: "p", Port: int32(1000 + i), NodePort: int32(31000 + i), Protocol: v1.ProtocolTCP})
+		_ = idx.Add(svcs[i])
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, s := range svcs {
+		wg.Go(func() { _, errs[i] = e.lb.EnsureLoadBalancer(ctx, testCluster, s, nodes) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("ensure %s: %v", svcs[i].Name, err)
+		}
+	}
+	count := func(name string) int {
+		lb := e.lbOrNil(t, name)
+		if lb == nil || lb.Properties == nil {
+			return 0
+		}
+		return len(lb.Properties.LoadBalancingRules)
+	}
+	def, b, a := count(testCluster), count("lb-b"), count("lb-a")
+	if def+b != n || a != 0 {
+		t.Fatalf("rules: %s %d, lb-b %d, lb-a %d; want %d over the first two", testCluster, def, b, a, n)
+	}
+	if def < n/4 || b < n/4 {
+		t.Fatalf("burst not spread: %s has %d rules, lb-b %d", testCluster, def, b)
+	}
+	if len(e.lb.multi.pending) != 0 {
+		t.Fatalf("pending placements left: %v", e.lb.multi.pending)
 	}
 }
