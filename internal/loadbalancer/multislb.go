@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 
@@ -46,6 +48,9 @@ type multiSLB struct {
 	// nodeLB is the last placement (node name -> configuration), so a node placed on a load
 	// balancer that does not exist yet keeps its place until that load balancer is created.
 	nodeLB map[string]string
+	// settled fingerprints the inputs of the last node placement pass that wrote nothing (0:
+	// none); see placementFingerprint.
+	settled uint64
 
 	// pendingMu guards pending: the rules of services placed on a load balancer whose write has
 	// not landed yet, by pendingKey. Placement counts them too; otherwise every service of a
@@ -378,12 +383,27 @@ func (l *LoadBalancer) syncBackends(ctx context.Context, c *plan.Cluster, lb *ar
 	return l.placeNodes(ctx, c.ClusterName, nodes)
 }
 
-func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all []*v1.Node) error {
+func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all []*v1.Node) (err error) {
 	m := l.multi
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	filter := NodeFilter{ExcludeControlPlane: true, ResourceGroup: l.cfg.ResourceGroup}
 	eligible := filter.Eligible(all)
+	// Every service reconcile comes here; when neither the nodes nor any load balancer changed
+	// since the last pass that wrote nothing, this pass would write nothing either.
+	fp, known := l.placementFingerprint(clusterName, eligible)
+	if known && fp == m.settled {
+		return nil
+	}
+	m.settled = 0
+	defer func() {
+		if err == nil {
+			// Read after the pass: a pool write drops its load balancer's cache (not known).
+			if fp, known := l.placementFingerprint(clusterName, eligible); known {
+				m.settled = fp
+			}
+		}
+	}()
 
 	type pair struct {
 		c  *plan.Cluster
@@ -462,6 +482,43 @@ func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all [
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// placementFingerprint hashes what node placement depends on: the eligible nodes (name, scale
+// set, labels, addresses) and the cached ETag of every configured load balancer. known is false
+// when a load balancer is not in its writer's cache.
+func (l *LoadBalancer) placementFingerprint(clusterName string, eligible []*v1.Node) (uint64, bool) {
+	h := fnv.New64a()
+	put := func(ss ...string) {
+		for _, s := range ss {
+			_, _ = h.Write([]byte(s))
+			_, _ = h.Write([]byte{0})
+		}
+	}
+	for _, c := range l.clusters(clusterName) {
+		for _, in := range []bool{false, true} {
+			etag, ok := l.lbWriter(c, c.LBName(in)).CachedETag()
+			if !ok {
+				return 0, false
+			}
+			put(c.LBName(in), etag)
+		}
+	}
+	for _, n := range eligible {
+		put(n.Name, vmSetOf(n))
+		keys := make([]string, 0, len(n.Labels))
+		for k := range n.Labels {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			put(k, n.Labels[k])
+		}
+		for _, a := range n.Status.Addresses {
+			put(string(a.Type), a.Address)
+		}
+	}
+	return h.Sum64(), true
 }
 
 // vmSetOf is the node's scale set (from its provider ID) or, failing that, its agent pool label.

@@ -161,6 +161,18 @@ func (w *Writer[T]) Get(ctx context.Context) (*T, error) {
 	return obj, err
 }
 
+// CachedETag returns the ETag of the cached model while the cache is fresh ("" and true when the
+// resource is known not to exist), without copying the model: callers use it to tell that
+// nothing changed since they last looked.
+func (w *Writer[T]) CachedETag() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
+		return w.cacheETag, true
+	}
+	return "", false
+}
+
 // Invalidate drops the cached model so the next batch reads the resource again.
 func (w *Writer[T]) Invalidate() {
 	w.mu.Lock()
@@ -274,9 +286,11 @@ func apply[T any](m Mutation[T], cur *T) (next *T, err error) {
 func (w *Writer[T]) read(ctx context.Context) (*T, string, bool, error) {
 	w.mu.Lock()
 	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
-		obj, etag := w.opts.Clone(w.cache), w.cacheETag
+		// The cached model is never modified in place (remember stores a fresh copy), so it can
+		// be cloned outside the lock: cloning a big load balancer takes milliseconds.
+		cache, etag := w.cache, w.cacheETag
 		w.mu.Unlock()
-		return obj, etag, true, nil
+		return w.opts.Clone(cache), etag, true, nil
 	}
 	w.stats.Gets++
 	w.mu.Unlock()
