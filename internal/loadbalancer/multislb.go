@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -485,8 +486,9 @@ func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all [
 }
 
 // placementFingerprint hashes what node placement depends on: the eligible nodes (name, scale
-// set, labels, addresses) and the cached ETag of every configured load balancer. known is false
-// when a load balancer is not in its writer's cache.
+// set, labels, addresses) and which configured load balancers exist. Rule changes of a burst
+// (new ETags) do not count: they leave the pools alone. known is false when a load balancer is not
+// in its writer's cache, so a pass runs again (and repairs drift) whenever a cache expires.
 func (l *LoadBalancer) placementFingerprint(clusterName string, eligible []*v1.Node) (uint64, bool) {
 	h := fnv.New64a()
 	put := func(ss ...string) {
@@ -501,7 +503,7 @@ func (l *LoadBalancer) placementFingerprint(clusterName string, eligible []*v1.N
 			if !ok {
 				return 0, false
 			}
-			put(c.LBName(in), etag)
+			put(c.LBName(in), strconv.FormatBool(etag != ""))
 		}
 	}
 	for _, n := range eligible {

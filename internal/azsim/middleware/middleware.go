@@ -1,9 +1,11 @@
 package middleware
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -155,6 +157,17 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := m.opts.Now()
 	op := Classify(r)
+	// Receive the whole body first, as ARM does before it answers: a handler that sleeps (latency
+	// model) or refuses (throttle, fault) with the body unread holds HTTP/2 flow-control credit
+	// of the client's connection, and enough of those stalled every other large PUT on it.
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(r.Body)
+		_ = r.Body.Close()
+		if err != nil {
+			return // the client went away
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	sw := &statusWriter{ResponseWriter: w}
 	defer func() {
 		status := sw.status
