@@ -23,10 +23,16 @@ const (
 	ClassWrite Class = "write"
 )
 
-// ClassOf returns the throttling class of an HTTP method.
+// ClassDelete is counted apart from other writes: ARM has a bucket for deletes.
+const ClassDelete Class = "delete"
+
+// ClassOf returns the throttling class of an HTTP method. ARM counts actions (POST) as writes.
 func ClassOf(method string) Class {
-	if method == http.MethodGet || method == http.MethodHead {
+	switch method {
+	case http.MethodGet, http.MethodHead:
 		return ClassRead
+	case http.MethodDelete:
+		return ClassDelete
 	}
 	return ClassWrite
 }
@@ -66,27 +72,65 @@ func IsThrottled(err error) bool {
 
 // GateOptions tunes the gate. Zero values take defaults.
 type GateOptions struct {
-	// ExhaustedPause closes a class when an x-ms-ratelimit-remaining-* header reports 0 and no
-	// Retry-After says for how long (ARM's token buckets refill within seconds). Default 5s.
+	// ExhaustedPause closes a class when a provider's own x-ms-ratelimit-remaining-* header (not
+	// the subscription's, which the gate paces by) reports 0. Default 5s.
 	ExhaustedPause time.Duration
 	// DefaultRetryAfter is used for a 429 without a usable Retry-After. Default 10s.
 	DefaultRetryAfter time.Duration
 	// MaxRetryAfter caps what the server asks for, so one odd header cannot stop the CCM for
 	// hours. Default 10m.
 	MaxRetryAfter time.Duration
-	// Now is the clock (tests).
-	Now func() time.Time
+	// Reserve is the number of tokens of a subscription bucket the gate leaves unspent. Default 2.
+	Reserve int
+	// FillTime is the time an empty bucket is assumed to take to refill until the gate has
+	// learnt the rate from the headers. Default 20s (ARM's write bucket: 200 at 10/s).
+	FillTime time.Duration
+	// Clock is the clock (tests). Default: the real one.
+	Clock GateClock
 }
 
-// Gate is the one throttle gate of the process. It is keyed by class (read/write) and by the
-// resource provider namespace (Microsoft.Network, Microsoft.Compute, ...), because ARM and the
-// resource providers throttle reads and writes, and each provider, separately. While a key is
-// closed nothing of that key is sent: callers wait, or fail fast when their context ends first.
+// GateClock is the gate's clock.
+type GateClock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine, or at least without holding a lock of the clock.
+	AfterFunc(d time.Duration, f func()) GateTimer
+}
+
+// GateTimer is a timer of a GateClock.
+type GateTimer interface{ Stop() bool }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                                { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) GateTimer { return time.AfterFunc(d, f) }
+
+// Gate is the one throttle gate of the process. ARM throttles by subscription, with separate
+// token buckets for reads, writes and deletes; the gate keeps, per subscription and class, an
+// estimate of the bucket from the x-ms-ratelimit-remaining-subscription-* headers and lowers it
+// for every request it lets go. When the estimate reaches a small reserve, requests wait in
+// line and go one at a time as the learnt refill rate brings tokens back, instead of all
+// spending the last tokens together. A 429 closes the class for its Retry-After. Classes never
+// wait for each other: reads go on while writes are held.
 type Gate struct {
 	opts    GateOptions
+	clock   GateClock
 	mu      sync.Mutex
-	closed  map[string]time.Time
+	keys    map[string]*gateKey
 	metrics *Metrics
+}
+
+type gateKey struct {
+	class Class
+	scope string
+	q     quota
+	queue []*gateWaiter
+	timer GateTimer
+}
+
+type gateWaiter struct {
+	ready   chan struct{}
+	granted bool
+	seq     uint64
 }
 
 // NewGate creates a gate; m may be nil.
@@ -100,86 +144,185 @@ func NewGate(opts GateOptions, m *Metrics) *Gate {
 	if opts.MaxRetryAfter <= 0 {
 		opts.MaxRetryAfter = 10 * time.Minute
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Reserve <= 0 {
+		opts.Reserve = 2
 	}
-	return &Gate{opts: opts, closed: map[string]time.Time{}, metrics: m}
+	if opts.FillTime <= 0 {
+		opts.FillTime = 20 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	return &Gate{opts: opts, clock: opts.Clock, keys: map[string]*gateKey{}, metrics: m}
 }
 
-func gateKey(c Class, scope string) string { return string(c) + "|" + strings.ToLower(scope) }
+func (g *Gate) key(c Class, scope string) *gateKey {
+	scope = strings.ToLower(scope)
+	id := string(c) + "|" + scope
+	k := g.keys[id]
+	if k == nil {
+		k = &gateKey{class: c, scope: scope, q: quota{opts: quotaOptions{
+			Reserve: float64(g.opts.Reserve), FillTime: g.opts.FillTime, MinWindow: 2 * time.Second}}}
+		g.keys[id] = k
+	}
+	return k
+}
 
-// ClosedUntil returns when the class/scope reopens (zero if open).
+// ClosedUntil returns when class/scope reopens after a 429 (zero if open).
 func (g *Gate) ClosedUntil(c Class, scope string) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	until := g.closed[gateKey(c, scope)]
-	if !until.After(g.opts.Now()) {
+	until := g.key(c, scope).q.closed
+	if !until.After(g.clock.Now()) {
 		return time.Time{}
 	}
 	return until
 }
 
+// Waiting returns the number of requests of class/scope held at the gate.
+func (g *Gate) Waiting(c Class, scope string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.key(c, scope).queue)
+}
+
 // Close closes class/scope until the given time (it never shortens an existing closure).
 func (g *Gate) Close(c Class, scope string, until time.Time) {
-	if max := g.opts.Now().Add(g.opts.MaxRetryAfter); until.After(max) {
+	now := g.clock.Now()
+	if max := now.Add(g.opts.MaxRetryAfter); until.After(max) {
 		until = max
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	k := gateKey(c, scope)
-	if until.After(g.closed[k]) {
-		g.closed[k] = until
+	k := g.key(c, scope)
+	k.q.observe(now, 0, answer{pause: until.Sub(now)})
+	g.dispatchLocked(k)
+}
+
+// Ticket is a request let go by the gate. Done must be called with its response (nil when the
+// request failed without one, or was not sent).
+type Ticket struct {
+	g   *Gate
+	k   *gateKey
+	seq uint64
+}
+
+// Acquire waits until a request of class c to scope (a subscription) may be sent. If ctx ends
+// first, or has a deadline before the request's estimated turn, it returns a ThrottledError at
+// once instead of waiting in vain.
+func (g *Gate) Acquire(ctx context.Context, c Class, scope string) (*Ticket, error) {
+	g.mu.Lock()
+	k := g.key(c, scope)
+	now := g.clock.Now()
+	if len(k.queue) == 0 {
+		if seq, _, ok := k.q.take(now); ok {
+			g.mu.Unlock()
+			return &Ticket{g: g, k: k, seq: seq}, nil
+		}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if until := now.Add(k.q.eta(now, len(k.queue)+1)); dl.Before(until) {
+			g.mu.Unlock()
+			return nil, &ThrottledError{Class: c, Scope: scope, Until: until}
+		}
+	}
+	w := &gateWaiter{ready: make(chan struct{})}
+	k.queue = append(k.queue, w)
+	g.metrics.addWaiting(c, 1)
+	g.dispatchLocked(k)
+	g.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		g.metrics.observeThrottled(c, g.clock.Now().Sub(now))
+		return &Ticket{g: g, k: k, seq: w.seq}, nil
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if w.granted {
+		k.q.cancel(w.seq)
+		g.dispatchLocked(k)
+	} else {
+		for i, x := range k.queue {
+			if x == w {
+				k.queue = append(k.queue[:i], k.queue[i+1:]...)
+				break
+			}
+		}
+		g.metrics.addWaiting(c, -1)
+	}
+	until := now.Add(k.q.eta(g.clock.Now(), len(k.queue)+1))
+	g.mu.Unlock()
+	g.metrics.observeThrottled(c, g.clock.Now().Sub(now))
+	return nil, &ThrottledError{Class: c, Scope: scope, Until: until, Cause: ctx.Err()}
+}
+
+// Done updates the gate from the response of the ticket's request.
+func (t *Ticket) Done(resp *http.Response) {
+	g, k := t.g, t.k
+	now := g.clock.Now()
+	a := g.answerOf(k.class, resp, now)
+	g.mu.Lock()
+	k.q.observe(now, t.seq, a)
+	g.dispatchLocked(k)
+	remaining, rate, limited := k.q.tokens, k.q.refillRate(), k.q.limited
+	g.mu.Unlock()
+	if limited {
+		g.metrics.setQuota(k.class, k.scope, remaining, rate)
 	}
 }
 
-// Wait blocks until class/scope is open. If ctx has a deadline before the reopening, it
-// returns a ThrottledError at once instead of waiting in vain.
-func (g *Gate) Wait(ctx context.Context, c Class, scope string) error {
-	for {
-		until := g.ClosedUntil(c, scope)
-		if until.IsZero() {
-			return nil
-		}
-		if dl, ok := ctx.Deadline(); ok && dl.Before(until) {
-			return &ThrottledError{Class: c, Scope: scope, Until: until}
-		}
-		start := g.opts.Now()
-		wait := until.Sub(start)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			g.metrics.observeThrottled(c, g.opts.Now().Sub(start))
-			return &ThrottledError{Class: c, Scope: scope, Until: until, Cause: ctx.Err()}
-		case <-t.C:
-			g.metrics.observeThrottled(c, g.opts.Now().Sub(start))
-		}
-	}
-}
-
-// Observe updates the gate from a response: a 429 closes the class for Retry-After; a
-// remaining-quota header at 0 closes it for ExhaustedPause (or Retry-After when given).
-func (g *Gate) Observe(c Class, scope string, resp *http.Response) {
+// answerOf reads what a response says about the quota of class c.
+func (g *Gate) answerOf(c Class, resp *http.Response, now time.Time) answer {
+	var a answer
 	if resp == nil {
-		return
+		return a
 	}
-	now := g.opts.Now()
 	retryAfter, hasRetryAfter := parseRetryAfter(resp.Header, now)
 	if resp.StatusCode == http.StatusTooManyRequests {
 		if !hasRetryAfter {
 			retryAfter = g.opts.DefaultRetryAfter
 		}
-		g.Close(c, scope, now.Add(retryAfter))
+		a.throttled, a.closedFor = true, min(retryAfter, g.opts.MaxRetryAfter)
 		g.metrics.observeThrottleEvent(c, "429")
-		return
+		return a
 	}
-	if remaining, ok := minRemaining(resp.Header, c); ok && remaining <= 0 {
-		pause := g.opts.ExhaustedPause
+	a.remaining, a.hasRemaining = minRemaining(resp.Header, c, true)
+	if other, ok := minRemaining(resp.Header, c, false); ok && other <= 0 {
+		a.pause = g.opts.ExhaustedPause
 		if hasRetryAfter && retryAfter > 0 {
-			pause = retryAfter
+			a.pause = min(retryAfter, g.opts.MaxRetryAfter)
 		}
-		g.Close(c, scope, now.Add(pause))
 		g.metrics.observeThrottleEvent(c, "quota-exhausted")
+	}
+	return a
+}
+
+// dispatchLocked lets queued requests go while the estimate allows, oldest first, and sets a
+// timer for when the next one may go.
+func (g *Gate) dispatchLocked(k *gateKey) {
+	if k.timer != nil {
+		k.timer.Stop()
+		k.timer = nil
+	}
+	for len(k.queue) > 0 {
+		seq, wait, ok := k.q.take(g.clock.Now())
+		if !ok {
+			if wait > 0 {
+				// A zero wait means: until an answer comes back (Done dispatches again).
+				k.timer = g.clock.AfterFunc(wait, func() {
+					g.mu.Lock()
+					defer g.mu.Unlock()
+					g.dispatchLocked(k)
+				})
+			}
+			return
+		}
+		w := k.queue[0]
+		k.queue = k.queue[1:]
+		w.granted, w.seq = true, seq
+		close(w.ready)
+		g.metrics.addWaiting(k.class, -1)
 	}
 }
 
@@ -209,10 +352,12 @@ func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// minRemaining returns the smallest x-ms-ratelimit-remaining-* value that applies to class c.
-// Read quotas only gate reads, write/delete quotas only writes; the compute form
-// "Microsoft.Compute/HighCostGet3Min;107,..." is read too (it counts for the request's class).
-func minRemaining(h http.Header, c Class) (int64, bool) {
+// minRemaining returns the smallest x-ms-ratelimit-remaining-* value that applies to class c,
+// of the subscription's headers (subscription true) or of the others (tenant, resource
+// provider). Read quotas only apply to reads, write quotas to writes, delete quotas to deletes;
+// the compute form "Microsoft.Compute/HighCostGet3Min;107,..." is read too (it counts for the
+// request's class).
+func minRemaining(h http.Header, c Class, subscription bool) (float64, bool) {
 	found := false
 	var min int64
 	for name, values := range h {
@@ -220,9 +365,19 @@ func minRemaining(h http.Header, c Class) (int64, bool) {
 		if !strings.HasPrefix(ln, "x-ms-ratelimit-remaining-") {
 			continue
 		}
-		isRead := strings.Contains(ln, "read")
-		isWrite := strings.Contains(ln, "write") || strings.Contains(ln, "delete")
-		if (isRead && c != ClassRead) || (isWrite && c != ClassWrite) {
+		if strings.HasPrefix(ln, "x-ms-ratelimit-remaining-subscription-") != subscription {
+			continue
+		}
+		var hc Class
+		switch {
+		case strings.Contains(ln, "read"):
+			hc = ClassRead
+		case strings.Contains(ln, "delete"):
+			hc = ClassDelete
+		case strings.Contains(ln, "write"):
+			hc = ClassWrite
+		}
+		if hc != "" && hc != c {
 			continue
 		}
 		for _, v := range values {
@@ -240,7 +395,7 @@ func minRemaining(h http.Header, c Class) (int64, bool) {
 			}
 		}
 	}
-	return min, found
+	return float64(min), found
 }
 
 // gatePolicy is a per-retry azcore policy: every attempt waits at the gate, and every response
@@ -251,14 +406,23 @@ type gatePolicy struct{ gate *Gate }
 func (p gatePolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	c := ClassOf(raw.Method)
-	scope := providerNamespace(raw.URL.Path)
-	if err := p.gate.Wait(raw.Context(), c, scope); err != nil {
+	t, err := p.gate.Acquire(raw.Context(), c, subscriptionOf(raw.URL.Path))
+	if err != nil {
 		return nil, err
 	}
 	resp, err := req.Next()
-	if err != nil {
-		return resp, err
+	t.Done(resp)
+	return resp, err
+}
+
+// subscriptionOf returns the subscription of an ARM path (the gate's scope: ARM's buckets are
+// per subscription); "arm" if none.
+func subscriptionOf(path string) string {
+	parts := splitPath(path)
+	for i := 0; i+1 < len(parts); i++ {
+		if strings.EqualFold(parts[i], "subscriptions") {
+			return strings.ToLower(parts[i+1])
+		}
 	}
-	p.gate.Observe(c, scope, resp)
-	return resp, nil
+	return "arm"
 }

@@ -23,6 +23,9 @@ type Metrics struct {
 	ThrottleEvents *metrics.CounterVec
 	Coalesced      *metrics.CounterVec
 	CacheLists     *metrics.CounterVec
+	GateWaiting    *metrics.GaugeVec
+	GateRemaining  *metrics.GaugeVec
+	GateRefill     *metrics.GaugeVec
 }
 
 var (
@@ -67,12 +70,12 @@ func newMetrics() *Metrics {
 		}, []string{"operation", "resource_type"}),
 		ThrottledSecs: metrics.NewCounterVec(&metrics.CounterOpts{
 			Subsystem: metricsSubsystem, Name: "throttled_seconds_total",
-			Help:           "Seconds callers spent waiting at the throttle gate, by class (read, write).",
+			Help:           "Seconds callers spent waiting at the throttle gate, by class (read, write, delete).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"class"}),
 		ThrottleEvents: metrics.NewCounterVec(&metrics.CounterOpts{
 			Subsystem: metricsSubsystem, Name: "throttle_events_total",
-			Help:           "Times the throttle gate closed, by class and reason (429, quota-exhausted).",
+			Help:           "Times the throttle gate closed, by class and reason (429, quota-exhausted: a provider quota header at 0).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"class", "reason"}),
 		Coalesced: metrics.NewCounterVec(&metrics.CounterOpts{
@@ -85,11 +88,42 @@ func newMetrics() *Metrics {
 			Help:           "List-based cache refreshes, by cache and reason (miss, expired, invalidated).",
 			StabilityLevel: metrics.ALPHA,
 		}, []string{"cache", "reason"}),
+		GateWaiting: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Subsystem: metricsSubsystem, Name: "gate_waiting_requests",
+			Help:           "Requests held at the throttle gate now, by class (read, write, delete).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"class"}),
+		GateRemaining: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Subsystem: metricsSubsystem, Name: "gate_estimated_remaining",
+			Help:           "The throttle gate's estimate of the tokens left in ARM's bucket after the requests in flight, by subscription and class.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"subscription", "class"}),
+		GateRefill: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Subsystem: metricsSubsystem, Name: "gate_refill_per_second",
+			Help:           "The refill rate of ARM's bucket the throttle gate paces held requests by (learnt from the headers, or assumed), by subscription and class.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"subscription", "class"}),
 	}
 }
 
 func (m *Metrics) collectors() []metrics.Registerable {
-	return []metrics.Registerable{m.Requests, m.Latency, m.ThrottledSecs, m.ThrottleEvents, m.Coalesced, m.CacheLists}
+	return []metrics.Registerable{m.Requests, m.Latency, m.ThrottledSecs, m.ThrottleEvents, m.Coalesced, m.CacheLists,
+		m.GateWaiting, m.GateRemaining, m.GateRefill}
+}
+
+func (m *Metrics) addWaiting(c Class, n int) {
+	if m == nil {
+		return
+	}
+	m.GateWaiting.WithLabelValues(string(c)).Add(float64(n))
+}
+
+func (m *Metrics) setQuota(c Class, subscription string, remaining, refill float64) {
+	if m == nil {
+		return
+	}
+	m.GateRemaining.WithLabelValues(subscription, string(c)).Set(remaining)
+	m.GateRefill.WithLabelValues(subscription, string(c)).Set(refill)
 }
 
 func (m *Metrics) observeThrottled(c Class, d time.Duration) {

@@ -63,14 +63,6 @@ func ParseOperation(method, path string) Operation {
 	return op
 }
 
-// providerNamespace returns the provider of a path (the gate's scope); "arm" if none.
-func providerNamespace(path string) string {
-	if ns := ParseOperation("GET", path).Namespace; ns != "" {
-		return ns
-	}
-	return "arm"
-}
-
 func splitPath(p string) []string {
 	var out []string
 	for _, s := range strings.Split(p, "/") {
