@@ -14,6 +14,9 @@
 #   TestLargeCluster         → large-cluster; BENCH_LARGE_*
 #   TestMultiSLBScale        → multislb-scale (1,000 services over 4 load balancers on 100 nodes);
 #                              BENCH_MSLB_SERVICES, BENCH_MSLB_NODES, BENCH_MSLB_LBS, BENCH_MSLB_BUDGET_SECONDS
+#   TestLocalChurn           → local-churn (50 Local services on 100 nodes, 3 minutes of pod churn);
+#                              BENCH_LOCAL_SERVICES, BENCH_LOCAL_NODES, BENCH_LOCAL_CHURN_SECONDS,
+#                              BENCH_LOCAL_INTERVAL (pool update interval, s), BENCH_LOCAL_OPS_PER_SECOND, BENCH_LOCAL_SEED
 #   TestAzsimBench           → azsim
 #   (and the migration and service gateway scenarios of test/bench)
 # e.g. BENCH_MSLB_SERVICES=100 BENCH_MSLB_NODES=20 make bench BENCH_FLAGS='-run ^TestMultiSLBScale$'
