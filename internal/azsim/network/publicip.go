@@ -9,10 +9,12 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
 )
 
-// Public addresses come from documentation ranges: IPv4 203.0.113.0/24, then
-// 198.51.100.0/24; IPv6 2001:db8::/32. Prefixes are carved from the same spaces.
+// Public addresses come from documentation ranges: IPv4 203.0.113.0/24, then 198.51.100.0/24,
+// 192.0.2.0/24 and, for scale runs beyond those 762 addresses, the benchmarking range
+// 198.18.0.0/15; IPv6 2001:db8::/32. Prefixes are carved from the same spaces.
 var (
-	publicV4Ranges = []arm.IPRange{mustRange("203.0.113.0/24", 1, 1), mustRange("198.51.100.0/24", 1, 1)}
+	publicV4Ranges = []arm.IPRange{mustRange("203.0.113.0/24", 1, 1), mustRange("198.51.100.0/24", 1, 1),
+		mustRange("192.0.2.0/24", 1, 1), mustRange("198.18.0.0/15", 1, 1)}
 	publicV6Ranges = []arm.IPRange{mustRange("2001:db8::/32", 1, 0)}
 )
 
