@@ -19,18 +19,25 @@ type quota struct {
 	limited  bool // the answers carry a remaining-quota header
 	tokens   float64
 	at       time.Time
-	capacity float64           // highest remaining seen + 1: a lower bound of the bucket's size
-	rate     float64           // learnt refill per second; 0 until learnt
-	inflight int               // sent, not answered
-	seq      uint64            // requests let go so far: the sequence number of the last one
-	answered uint64            // requests answered (or cancelled) so far
-	sent     map[uint64]uint64 // in flight: sequence number → answered when it was let go
+	capacity float64                // highest remaining seen + 1: a lower bound of the bucket's size
+	rate     float64                // learnt refill per second; 0 until learnt
+	inflight int                    // sent, not answered
+	seq      uint64                 // requests let go so far: the sequence number of the last one
+	answered uint64                 // requests answered (or cancelled) so far
+	sent     map[uint64]quotaFlight // in flight, by sequence number
 	closed   time.Time
 
 	// Refill rate sampling over a window in which the bucket stayed low (no clipping at capacity).
 	counted    int64 // answers that consumed a token
+	lastAnswer time.Time
 	anchor     *quotaSample
 	lastSample time.Time
+}
+
+// quotaFlight is a request in flight: when it was let go, and how many requests had been answered.
+type quotaFlight struct {
+	at       time.Time
+	answered uint64
 }
 
 type quotaSample struct {
@@ -74,32 +81,33 @@ func (q *quota) take(now time.Time) (seq uint64, wait time.Duration, ok bool) {
 	if now.Before(q.closed) {
 		return 0, q.closed.Sub(now), false
 	}
-	if !q.known {
-		// Nothing is known of the bucket: one probe at a time until an answer tells.
+	// Nothing is known of the bucket, or nothing was heard of it for longer than it takes to
+	// refill (the limits may have changed): one probe at a time until an answer tells.
+	if !q.known || (q.limited && now.Sub(q.lastAnswer) > q.opts.FillTime) {
 		if q.inflight > 0 {
 			return 0, 0, false
 		}
-		return q.send(), 0, true
+		return q.send(now), 0, true
 	}
 	if !q.limited {
-		return q.send(), 0, true
+		return q.send(now), 0, true
 	}
 	q.refill(now)
 	if q.tokens-1 >= q.opts.Reserve {
 		q.tokens--
-		return q.send(), 0, true
+		return q.send(now), 0, true
 	}
 	need := q.opts.Reserve + 1 - q.tokens
 	// At least a millisecond: rounding must never turn "soon" into "when an answer comes".
 	return 0, max(time.Millisecond, time.Duration(need/q.refillRate()*float64(time.Second))), false
 }
 
-func (q *quota) send() uint64 {
+func (q *quota) send(now time.Time) uint64 {
 	if q.sent == nil {
-		q.sent = map[uint64]uint64{}
+		q.sent = map[uint64]quotaFlight{}
 	}
 	q.seq++
-	q.sent[q.seq] = q.answered
+	q.sent[q.seq] = quotaFlight{at: now, answered: q.answered}
 	q.inflight++
 	return q.seq
 }
@@ -107,15 +115,15 @@ func (q *quota) send() uint64 {
 // finish takes a request out of flight. It returns how many other requests overlapped it (let go
 // before it was answered, and not answered before it was let go): ARM may have counted any of
 // them after it, so its answer's remaining tokens must be lowered by that many to be safe.
-func (q *quota) finish(seq uint64) (overlap int) {
-	answeredAtSend, ok := q.sent[seq]
+func (q *quota) finish(seq uint64) (overlap int, sentAt time.Time) {
+	f, ok := q.sent[seq]
 	if !ok {
-		return q.inflight
+		return q.inflight, time.Time{}
 	}
 	delete(q.sent, seq)
 	q.inflight--
 	q.answered++
-	return int(q.seq - 1 - answeredAtSend)
+	return int(q.seq - 1 - f.answered), f.at
 }
 
 // eta estimates how long until n more requests (queued before and including the caller) can go.
@@ -162,9 +170,9 @@ type answer struct {
 // observe takes the answer of request seq (0: an answer to no request of the gate's, e.g. a
 // closure).
 func (q *quota) observe(now time.Time, seq uint64, a answer) {
-	overlap := q.inflight
+	overlap, sentAt := q.inflight, now
 	if seq != 0 {
-		overlap = q.finish(seq)
+		overlap, sentAt = q.finish(seq)
 	}
 	if a.pause > 0 {
 		if until := now.Add(a.pause); until.After(q.closed) {
@@ -176,10 +184,14 @@ func (q *quota) observe(now time.Time, seq uint64, a answer) {
 		if until := now.Add(a.closedFor); until.After(q.closed) {
 			q.closed = until
 		}
-		if first && q.rate > 0 {
-			// The learnt rate was too high (or another client spends the same quota): lower it
-			// once per closure and learn again.
-			q.rate = math.Max(q.rate*0.8, q.capacity/600)
+		if first && q.known && q.limited {
+			// The refill rate was overestimated (or another client spends the same quota, or the
+			// limits changed): lower it once per closure and learn it again.
+			f := 0.8
+			if q.rate == 0 {
+				f = 0.5 // only assumed
+			}
+			q.rate = math.Max(q.refillRate()*f, q.capacity/600)
 			q.anchor = nil
 		}
 		if q.known && q.limited {
@@ -198,15 +210,21 @@ func (q *quota) observe(now time.Time, seq uint64, a answer) {
 		q.capacity = r + 1
 	}
 	// r less the overlapping requests is a safe lower bound of the tokens left now (answers come
-	// back in any order, and ARM may count requests in another order than they were let go). It
-	// raises the estimate when higher, and replaces it when exact (nothing overlapped). A
-	// prediction that is too high otherwise ends with a 429, which resets it.
+	// back in any order, and ARM may count requests in another order than they were let go):
+	// it raises the estimate when higher, and replaces it when exact (nothing overlapped). r plus
+	// the refill since the request left is an upper bound: it lowers a prediction that is too
+	// high (a refill rate overestimated, another client of the subscription).
 	fresh := r - float64(overlap)
 	q.refill(now)
-	if !q.limited || overlap == 0 || fresh > q.tokens {
+	switch upper := r + now.Sub(sentAt).Seconds()*q.refillRate(); {
+	case !q.limited || overlap == 0:
 		q.tokens = fresh
+	case fresh > q.tokens:
+		q.tokens = fresh
+	case upper < q.tokens:
+		q.tokens = upper
 	}
-	q.at = now
+	q.at, q.lastAnswer = now, now
 	q.known, q.limited = true, true
 	q.counted++
 	q.sampleRate(now, r, overlap)
