@@ -278,6 +278,7 @@ func (g *Gate) answerOf(c Class, resp *http.Response, now time.Time) answer {
 	if resp == nil {
 		return a
 	}
+	a.responded = true
 	retryAfter, hasRetryAfter := parseRetryAfter(resp.Header, now)
 	if resp.StatusCode == http.StatusTooManyRequests {
 		if !hasRetryAfter {

@@ -162,6 +162,8 @@ type answer struct {
 	// remaining is the subscription quota header, when present.
 	remaining    float64
 	hasRemaining bool
+	// responded: there was a response (not a transport error).
+	responded bool
 	// pause closes the class without a 429: a provider's own quota header (not the
 	// subscription's) reached 0.
 	pause time.Duration
@@ -202,7 +204,11 @@ func (q *quota) observe(now time.Time, seq uint64, a answer) {
 		return
 	}
 	if !a.hasRemaining {
-		q.known = true
+		// An answer without the header: ARM's own answers carry it, so this endpoint is not
+		// throttled by bucket (a transport error or a closure teaches nothing).
+		if a.responded {
+			q.known = true
+		}
 		return
 	}
 	r := a.remaining
