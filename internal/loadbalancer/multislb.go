@@ -506,7 +506,10 @@ func (l *LoadBalancer) placementFingerprint(clusterName string, eligible []*v1.N
 			put(c.LBName(in), strconv.FormatBool(etag != ""))
 		}
 	}
-	for _, n := range eligible {
+	// The service controller's node list comes from a lister, in no particular order.
+	sorted := slices.Clone(eligible)
+	slices.SortFunc(sorted, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
+	for _, n := range sorted {
 		put(n.Name, vmSetOf(n))
 		keys := make([]string, 0, len(n.Labels))
 		for k := range n.Labels {

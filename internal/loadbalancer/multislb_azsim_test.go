@@ -292,3 +292,25 @@ func TestMultiSLBBurstSpreads(t *testing.T) {
 		t.Fatalf("pending placements left: %v", e.lb.multi.pending)
 	}
 }
+
+// Node placement is skipped when nothing it depends on changed, whatever the order of the
+// service controller's node list.
+func TestMultiSLBPlacementFingerprintIgnoresNodeOrder(t *testing.T) {
+	e, idx := multiEnv(t)
+	ctx := ctxT(t)
+	nodes := []*v1.Node{node("n1", "10.240.0.11", nil), node("n2", "10.240.0.12", map[string]string{"lb": "a"}), node("n3", "10.240.0.13", nil)}
+	e.ensure(t, ctx, idx, service("e1eeeeee-0000-0000-0000-000000000000", "fp", nil), nodes)
+	if err := e.lb.placeNodes(ctx, testCluster, nodes); err != nil { // settles (reads every LB)
+		t.Fatal(err)
+	}
+	filter := NodeFilter{ExcludeControlPlane: true, ResourceGroup: e.cfg.ResourceGroup}
+	a, okA := e.lb.placementFingerprint(testCluster, filter.Eligible(nodes))
+	b, okB := e.lb.placementFingerprint(testCluster, filter.Eligible([]*v1.Node{nodes[2], nodes[0], nodes[1]}))
+	if !okA || !okB || a != b || a != e.lb.multi.settled {
+		t.Fatalf("fingerprints %x (%v), %x (%v), settled %x: want one known value", a, okA, b, okB, e.lb.multi.settled)
+	}
+	relabelled := []*v1.Node{nodes[0], node("n2", "10.240.0.12", nil), nodes[2]}
+	if c, _ := e.lb.placementFingerprint(testCluster, filter.Eligible(relabelled)); c == a {
+		t.Fatal("a label change must change the fingerprint")
+	}
+}
