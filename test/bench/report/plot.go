@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -49,6 +50,19 @@ func drawLines(plt *plot.Plot, series []Series) error {
 		pts := make(plotter.XYs, len(s.X))
 		for j := range s.X {
 			pts[j].X, pts[j].Y = s.X[j], s.Y[j]
+		}
+		if !slices.IsSorted(s.X) {
+			// Samples in the order they were measured (e.g. one lag per change), not a curve
+			// over time: dots.
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return err
+			}
+			sc.Color = plotutil.Color(i)
+			sc.Radius = vg.Points(2)
+			plt.Add(sc)
+			plt.Legend.Add(s.Name, sc)
+			continue
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
