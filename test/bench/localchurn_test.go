@@ -132,7 +132,9 @@ func TestLocalChurn(t *testing.T) {
 		localServices, localNodes, localChurn, ops, percentile(lags, 0.5), p99, localInterval, float64(poolWrites)/windows, len(exact) == 0)}
 	res.Notes = []string{fmt.Sprintf("The lag includes the watcher's polling (every %s) and, for a scale-up, nothing of the pod start: "+
 		"it starts when the EndpointSlice shows the pod ready. A flush writes only the pools whose members changed, one PUT per pool "+
-		"through the load balancer's writer.", localPoll)}
+		"through the load balancer's writer.", localPoll),
+		fmt.Sprintf("During the churn: %d pool writes in %.0f s (%.1f per second), for %d changes of ready nodes measured and %d overtaken.",
+			poolWrites, ph.Seconds, float64(poolWrites)/ph.Seconds, len(lags), superseded)}
 	writeResult(t, res)
 	for _, e := range exact {
 		t.Error(e)
