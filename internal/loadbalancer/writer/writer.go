@@ -250,18 +250,7 @@ func (w *Writer[T]) commit() {
 		if len(batch) == 0 {
 			return
 		}
-		work := w.opts.Clone(cur)
-		errs := make([]error, len(batch))
-		for i, r := range batch {
-			snapshot := w.opts.Clone(work)
-			next, err := apply(r.m, work)
-			if err != nil {
-				errs[i] = err
-				work = snapshot
-				continue
-			}
-			work = next
-		}
+		work, errs := w.applyAll(cur, batch)
 
 		stored, err := w.write(ctx, cur, work, etag)
 		if err != nil && w.opts.IsPreconditionFailed(err) && attempt < w.opts.MaxAttempts {
@@ -270,6 +259,40 @@ func (w *Writer[T]) commit() {
 		w.finish(batch, errs, stored, err)
 		return
 	}
+}
+
+// applyAll applies the batch's mutations in order to a copy of cur and returns the result and
+// each mutation's error. A failed mutation may have edited the model before failing; rather
+// than copying the model before every mutation (a big load balancer takes milliseconds to copy,
+// times the batch), the model is rebuilt from cur with the mutations that succeeded, which are
+// functions of their input and so give the same result again.
+func (w *Writer[T]) applyAll(cur *T, batch []*request[T]) (*T, []error) {
+	errs := make([]error, len(batch))
+	var ok []int
+	work := w.opts.Clone(cur)
+	for i, r := range batch {
+		next, err := apply(r.m, work)
+		if err == nil {
+			ok, work = append(ok, i), next
+			continue
+		}
+		errs[i] = err
+		// Rebuild; a mutation that fails on the replay (it should not) is dropped too.
+		for rebuilt := false; !rebuilt; {
+			rebuilt, work = true, w.opts.Clone(cur)
+			for k, j := range ok {
+				next, err := apply(batch[j].m, work)
+				if err != nil {
+					errs[j] = err
+					ok = append(ok[:k:k], ok[k+1:]...)
+					rebuilt = false
+					break
+				}
+				work = next
+			}
+		}
+	}
+	return work, errs
 }
 
 // apply runs one mutation, turning a panic into that mutation's error.
