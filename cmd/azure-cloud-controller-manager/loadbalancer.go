@@ -54,6 +54,7 @@ func installLoadBalancer() {
 			// Read when the provider is built, after flag parsing.
 			DisableWriteMerging: disableLBWriteMerging,
 			ListPublicIPs:       d.Clients.Caches.PublicIPs.Get,
+			RefreshPublicIPs:    d.Clients.Caches.PublicIPs.Refresh,
 			InvalidatePublicIPs: func(rg string) {
 				d.Clients.Caches.PublicIPs.Invalidate(rg)
 			},

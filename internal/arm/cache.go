@@ -86,6 +86,14 @@ func (c *ListCache[T]) Lookup(ctx context.Context, key string, match func(T) boo
 	return zero, false, nil
 }
 
+// Refresh returns the items of key listed again, unless the cached list is only a few seconds
+// old: for a caller that did not find what it needs (a user's resource created after the LIST),
+// at most one LIST per interval however many ask.
+func (c *ListCache[T]) Refresh(ctx context.Context, key string) ([]T, error) {
+	items, _, err := c.get(ctx, strings.ToLower(key), c.minRefresh)
+	return items, err
+}
+
 // get returns cached items younger than maxAge (0: the TTL).
 func (c *ListCache[T]) get(ctx context.Context, key string, maxAge time.Duration) ([]T, time.Time, error) {
 	if maxAge <= 0 {

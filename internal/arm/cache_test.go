@@ -148,3 +148,24 @@ func TestListCacheUpdateKeepsListWarm(t *testing.T) {
 		t.Fatalf("expired: lists=%d items=%v", lists, got)
 	}
 }
+
+func TestListCacheRefreshAtMostEveryFewSeconds(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	lists := 0
+	c := NewListCache("test", time.Hour, func(_ context.Context, key string) ([]string, error) {
+		lists++
+		return []string{"a"}, nil
+	}, clk.now, NewMetrics())
+	ctx := context.Background()
+	_, _ = c.Get(ctx, "rg")
+	_, _ = c.Refresh(ctx, "rg") // the list is brand new: no LIST
+	if lists != 1 {
+		t.Fatalf("lists = %d, want 1", lists)
+	}
+	clk.add(6 * time.Second)
+	_, _ = c.Refresh(ctx, "rg")
+	_, _ = c.Refresh(ctx, "rg")
+	if lists != 2 {
+		t.Fatalf("lists = %d, want 2 (one refresh per interval)", lists)
+	}
+}

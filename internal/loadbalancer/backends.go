@@ -2,7 +2,6 @@ package loadbalancer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -153,15 +152,9 @@ func (b *nodeIPBackends) Detach(ctx context.Context, clusterName string, lb *arm
 
 // write sets the pool's addresses, keeping entries (and their other properties, such as an
 // admin state) of addresses that stay.
-//
-// Every service reconcile syncs the pools, so the usual answer is "no change": that is decided on
-// the pool writer's cached model without joining a batch, and the load balancer writer's cache is
-// dropped only after a real write (dropping it each time cost a load balancer GET per service, and
-// with several load balancers it serialised a burst behind node placement).
 func (b *nodeIPBackends) write(ctx context.Context, lb *armnetwork.LoadBalancer, pool string, want map[string]string) error {
 	id := str(lb.ID) + "/backendAddressPools/" + pool
-	w := b.pools.For(id)
-	mutate := func(cur *armnetwork.BackendAddressPool) (*armnetwork.BackendAddressPool, error) {
+	_, err := b.pools.For(id).Submit(ctx, func(cur *armnetwork.BackendAddressPool) (*armnetwork.BackendAddressPool, error) {
 		if cur == nil {
 			return nil, fmt.Errorf("backend pool %s does not exist", id)
 		}
@@ -199,18 +192,8 @@ func (b *nodeIPBackends) write(ctx context.Context, lb *armnetwork.LoadBalancer,
 			b.hook(cur)
 		}
 		return cur, nil
-	}
-	if cur, err := w.Get(ctx); err == nil && cur != nil {
-		before, _ := json.Marshal(cur)
-		if next, err := mutate(cur); err == nil {
-			if after, _ := json.Marshal(next); string(after) == string(before) {
-				return nil
-			}
-		}
-	}
-	stats := w.Stats()
-	_, err := w.Submit(ctx, mutate)
-	if err == nil && b.onWrite != nil && w.Stats().Puts != stats.Puts {
+	})
+	if err == nil && b.onWrite != nil {
 		b.onWrite(str(lb.ID))
 	}
 	return err

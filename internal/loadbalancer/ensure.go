@@ -116,7 +116,16 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	}
 	if !internal {
 		if plans, err = plan.PlanPublicIPs(c, s, existing); err != nil {
-			return nil, err
+			// The list is cached and kept current by our own writes only: a public IP the user
+			// created since is found by listing again (at most every few seconds).
+			fresh, lerr := l.refreshPIPs(ctx, pipRG)
+			if lerr != nil {
+				return nil, err
+			}
+			existing = fresh
+			if plans, err = plan.PlanPublicIPs(c, s, existing); err != nil {
+				return nil, err
+			}
 		}
 		for _, p := range plans {
 			stored := p.Existing

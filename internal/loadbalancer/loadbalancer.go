@@ -70,6 +70,10 @@ type Options struct {
 	Caches *arm.Caches
 	// ListPublicIPs lists the public IPs of a resource group (a list cache); default: LIST.
 	ListPublicIPs func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error)
+	// RefreshPublicIPs lists the public IPs of a resource group again unless the cached list is
+	// a few seconds old (a user's public IP named by a service may be newer than the cached list);
+	// default: ListPublicIPs.
+	RefreshPublicIPs func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error)
 	// InvalidatePublicIPs is called after a failed public IP write (to drop a list cache).
 	InvalidatePublicIPs func(rg string)
 	// PublicIPWritten is called after a public IP write with the stored resource (nil: deleted),
@@ -296,6 +300,14 @@ func (l *LoadBalancer) listPIPs(ctx context.Context, rg string) ([]*armnetwork.P
 }
 
 // pipWritten keeps the public IP list cache in step with a write of public IP name.
+// refreshPIPs lists the public IPs of rg again (see Options.RefreshPublicIPs).
+func (l *LoadBalancer) refreshPIPs(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
+	if l.opts.RefreshPublicIPs != nil {
+		return l.opts.RefreshPublicIPs(ctx, rg)
+	}
+	return l.listPIPs(ctx, rg)
+}
+
 func (l *LoadBalancer) pipWritten(rg, name string, stored *armnetwork.PublicIPAddress, err error) {
 	if err == nil && l.opts.PublicIPWritten != nil {
 		l.opts.PublicIPWritten(rg, name, stored)
