@@ -154,7 +154,9 @@ func (b *nodeIPBackends) Detach(ctx context.Context, clusterName string, lb *arm
 // admin state) of addresses that stay.
 func (b *nodeIPBackends) write(ctx context.Context, lb *armnetwork.LoadBalancer, pool string, want map[string]string) error {
 	id := str(lb.ID) + "/backendAddressPools/" + pool
-	_, err := b.pools.For(id).Submit(ctx, func(cur *armnetwork.BackendAddressPool) (*armnetwork.BackendAddressPool, error) {
+	w := b.pools.For(id)
+	puts := w.Stats().Puts
+	_, err := w.Submit(ctx, func(cur *armnetwork.BackendAddressPool) (*armnetwork.BackendAddressPool, error) {
 		if cur == nil {
 			return nil, fmt.Errorf("backend pool %s does not exist", id)
 		}
@@ -193,7 +195,9 @@ func (b *nodeIPBackends) write(ctx context.Context, lb *armnetwork.LoadBalancer,
 		}
 		return cur, nil
 	})
-	if err == nil && b.onWrite != nil {
+	// Only a pool PUT changes the load balancer's ETag: keep its cache otherwise (node placement
+	// with several load balancers skips its pass while every load balancer is cached).
+	if err == nil && b.onWrite != nil && w.Stats().Puts != puts {
 		b.onWrite(str(lb.ID))
 	}
 	return err
