@@ -392,17 +392,17 @@ func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all [
 	eligible := filter.Eligible(all)
 	// Every service reconcile comes here; when neither the nodes nor any load balancer changed
 	// since the last pass that wrote nothing, this pass would write nothing either.
-	fp, known := l.placementFingerprint(clusterName, eligible)
+	fp, known := l.placementFingerprint(clusterName, eligible, l.cachedLBExists)
 	if known && fp == m.settled {
 		return nil
 	}
 	m.settled = 0
+	// What this pass saw (set below): a load balancer created while it ran must make the next
+	// pass run, so the fingerprint is of the load balancers as read here, not as cached later.
+	var seen uint64
 	defer func() {
-		if err == nil {
-			// Read after the pass: a pool write drops its load balancer's cache (not known).
-			if fp, known := l.placementFingerprint(clusterName, eligible); known {
-				m.settled = fp
-			}
+		if err == nil && seen != 0 {
+			m.settled = seen
 		}
 	}()
 
@@ -434,6 +434,17 @@ func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all [
 		}
 		pairs = append(pairs, p)
 	}
+	seen, _ = l.placementFingerprint(clusterName, eligible, func(c *plan.Cluster, internal bool) (bool, bool) {
+		for _, p := range pairs {
+			if p.c.LBNamePrefix == c.LBNamePrefix {
+				if internal {
+					return p.lb[1] != nil, true
+				}
+				return p.lb[0] != nil, true
+			}
+		}
+		return false, false
+	})
 	in := make([]placement.Node, 0, len(eligible))
 	for _, n := range eligible {
 		cur := m.nodeLB[n.Name]
@@ -485,11 +496,19 @@ func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all [
 	return errors.Join(errs...)
 }
 
+// cachedLBExists reports, from the load balancer writer's cache, whether the load balancer
+// exists; known is false when it is not cached.
+func (l *LoadBalancer) cachedLBExists(c *plan.Cluster, internal bool) (exists, known bool) {
+	etag, ok := l.lbWriter(c, c.LBName(internal)).CachedETag()
+	return etag != "", ok
+}
+
 // placementFingerprint hashes what node placement depends on: the eligible nodes (name, scale
 // set, labels, addresses) and which configured load balancers exist. Rule changes of a burst
-// (new ETags) do not count: they leave the pools alone. known is false when a load balancer is not
-// in its writer's cache, so a pass runs again (and repairs drift) whenever a cache expires.
-func (l *LoadBalancer) placementFingerprint(clusterName string, eligible []*v1.Node) (uint64, bool) {
+// (new ETags) do not count: they leave the pools alone. known is false when exists does not know
+// a load balancer (not in its writer's cache), so a pass runs again, and repairs drift, whenever
+// a cache expires or a pool write dropped it.
+func (l *LoadBalancer) placementFingerprint(clusterName string, eligible []*v1.Node, exists func(c *plan.Cluster, internal bool) (bool, bool)) (uint64, bool) {
 	h := fnv.New64a()
 	put := func(ss ...string) {
 		for _, s := range ss {
@@ -499,11 +518,11 @@ func (l *LoadBalancer) placementFingerprint(clusterName string, eligible []*v1.N
 	}
 	for _, c := range l.clusters(clusterName) {
 		for _, in := range []bool{false, true} {
-			etag, ok := l.lbWriter(c, c.LBName(in)).CachedETag()
+			ex, ok := exists(c, in)
 			if !ok {
 				return 0, false
 			}
-			put(c.LBName(in), strconv.FormatBool(etag != ""))
+			put(c.LBName(in), strconv.FormatBool(ex))
 		}
 	}
 	// The service controller's node list comes from a lister, in no particular order.

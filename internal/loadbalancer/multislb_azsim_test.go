@@ -304,13 +304,13 @@ func TestMultiSLBPlacementFingerprintIgnoresNodeOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	filter := NodeFilter{ExcludeControlPlane: true, ResourceGroup: e.cfg.ResourceGroup}
-	a, okA := e.lb.placementFingerprint(testCluster, filter.Eligible(nodes))
-	b, okB := e.lb.placementFingerprint(testCluster, filter.Eligible([]*v1.Node{nodes[2], nodes[0], nodes[1]}))
+	a, okA := e.lb.placementFingerprint(testCluster, filter.Eligible(nodes), e.lb.cachedLBExists)
+	b, okB := e.lb.placementFingerprint(testCluster, filter.Eligible([]*v1.Node{nodes[2], nodes[0], nodes[1]}), e.lb.cachedLBExists)
 	if !okA || !okB || a != b || a != e.lb.multi.settled {
 		t.Fatalf("fingerprints %x (%v), %x (%v), settled %x: want one known value", a, okA, b, okB, e.lb.multi.settled)
 	}
 	relabelled := []*v1.Node{nodes[0], node("n2", "10.240.0.12", nil), nodes[2]}
-	if c, _ := e.lb.placementFingerprint(testCluster, filter.Eligible(relabelled)); c == a {
+	if c, _ := e.lb.placementFingerprint(testCluster, filter.Eligible(relabelled), e.lb.cachedLBExists); c == a {
 		t.Fatal("a label change must change the fingerprint")
 	}
 }
