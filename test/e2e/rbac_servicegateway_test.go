@@ -6,14 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
@@ -39,16 +35,7 @@ func TestRBACServiceGateway(t *testing.T) {
 	rbacSGGateway(t, s)
 
 	rbacKubectl(t, e, rbacRender(t, "ccm-rbac.yaml"), "apply", "-f", "-")
-	saKubeconfig := rbacKubeconfig(t, e, rbacCCMSA, rbacToken(t, e, rbacCCMSA))
-	saConfig, err := clientcmd.BuildConfigFromFlags("", saKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saKube := kubernetes.NewForConfigOrDie(saConfig)
-	e.WaitFor("RBAC applied: the CCM identity may list nodes", func(ctx context.Context) (bool, error) {
-		_, err := saKube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, err
-	}, 30*time.Second)
+	saKubeconfig, _ := rbacCCMClient(t, e)
 
 	for i, m := range e.Machines {
 		nodesCreate(t, e, m, fmt.Sprintf("10.244.%d.0/24", i), nil)

@@ -176,17 +176,8 @@ func TestRBAC(t *testing.T) {
 	ctx := context.Background()
 	rbacKubectl(t, e, rbacRender(t, "ccm-rbac.yaml", "node-manager-rbac.yaml", "metrics-reader-rbac.yaml"), "apply", "-f", "-")
 
-	saKubeconfig := rbacKubeconfig(t, e, rbacCCMSA, rbacToken(t, e, rbacCCMSA))
+	saKubeconfig, saKube := rbacCCMClient(t, e)
 	// The identity really is restricted: anything outside the role is denied.
-	saConfig, err := clientcmd.BuildConfigFromFlags("", saKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saKube := kubernetes.NewForConfigOrDie(saConfig)
-	e.WaitFor("RBAC applied: the CCM identity may list nodes", func(ctx context.Context) (bool, error) {
-		_, err := saKube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, err
-	}, 30*time.Second)
 	if _, err := saKube.CoreV1().Secrets(rbacNamespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the CCM identity can list secrets (err=%v): it is not the restricted ServiceAccount", err)
 	}
@@ -370,6 +361,23 @@ func TestRBAC(t *testing.T) {
 	} else if lines := rbacForbiddenLines(string(out)); len(lines) > 0 {
 		t.Errorf("the CCM was denied by RBAC (%d lines), e.g.:\n%s", len(lines), strings.Join(lines[:min(5, len(lines))], "\n"))
 	}
+}
+
+// rbacCCMClient returns a kubeconfig and a client for the CCM's ServiceAccount, once the applied
+// role lets it list nodes.
+func rbacCCMClient(t *testing.T, e *framework.Env) (string, *kubernetes.Clientset) {
+	t.Helper()
+	kubeconfig := rbacKubeconfig(t, e, rbacCCMSA, rbacToken(t, e, rbacCCMSA))
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	e.WaitFor("RBAC applied: the CCM identity may list nodes", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, err
+	}, 30*time.Second)
+	return kubeconfig, kube
 }
 
 func rbacForbiddenLines(log string) []string {
