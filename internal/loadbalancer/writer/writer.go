@@ -7,7 +7,6 @@ package writer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -41,10 +40,11 @@ var ErrPreconditionFailed = errors.New("precondition failed (etag mismatch)")
 
 // Options tune a Writer; zero values give the defaults.
 type Options[T any] struct {
-	// Clone deep-copies a model; default: a JSON round trip (SDK models marshal every field).
+	// Clone deep-copies a model; default: DeepCopy.
 	Clone func(*T) *T
-	// Equal decides whether a batch changed anything; default: JSON equality. Equal batches write
-	// nothing, so steady-state reconciles cost no ARM write.
+	// Equal decides whether a batch changed anything; default: reflect.DeepEqual (the SDK's
+	// models hold only data, so equal values encode equally). Equal batches write nothing, so
+	// steady-state reconciles cost no ARM write.
 	Equal func(a, b *T) bool
 	// CacheTTL is how long the last read or written model is reused without a GET. 0 disables the
 	// cache. A stale cache is harmless (the PUT fails with 412 and the batch is re-read) but costs
@@ -104,10 +104,10 @@ type Stats struct {
 // New returns a writer for the resource behind store.
 func New[T any](store Store[T], opts Options[T]) *Writer[T] {
 	if opts.Clone == nil {
-		opts.Clone = jsonClone[T]
+		opts.Clone = DeepCopy[T]
 	}
 	if opts.Equal == nil {
-		opts.Equal = jsonEqual[T]
+		opts.Equal = func(a, b *T) bool { return reflect.DeepEqual(a, b) }
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 5
@@ -238,7 +238,7 @@ func (w *Writer[T]) commit() {
 
 	var batch []*request[T]
 	for attempt := 1; ; attempt++ {
-		cur, etag, fromCache, err := w.read(ctx)
+		cur, etag, fromCache, err := w.readShared(ctx)
 		if attempt == 1 && fromCache && err == nil && w.opts.Gather > 0 {
 			time.Sleep(w.opts.Gather)
 		}
@@ -307,13 +307,19 @@ func apply[T any](m Mutation[T], cur *T) (next *T, err error) {
 
 // read returns a private copy of the resource, its ETag, and whether it came from the cache.
 func (w *Writer[T]) read(ctx context.Context) (*T, string, bool, error) {
+	obj, etag, fromCache, err := w.readShared(ctx)
+	return w.opts.Clone(obj), etag, fromCache, err
+}
+
+// readShared is read without the copy, for commit, which never modifies cur (applyAll works on
+// a copy of it).
+func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
 	w.mu.Lock()
 	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
-		// The cached model is never modified in place (remember stores a fresh copy), so it can
-		// be cloned outside the lock: cloning a big load balancer takes milliseconds.
+		// The cached model is never modified in place (remember stores a fresh copy).
 		cache, etag := w.cache, w.cacheETag
 		w.mu.Unlock()
-		return w.opts.Clone(cache), etag, true, nil
+		return cache, etag, true, nil
 	}
 	w.stats.Gets++
 	w.mu.Unlock()
@@ -323,7 +329,7 @@ func (w *Writer[T]) read(ctx context.Context) (*T, string, bool, error) {
 		return nil, "", false, err
 	}
 	w.remember(obj, etag)
-	return w.opts.Clone(obj), etag, false, nil
+	return obj, etag, false, nil
 }
 
 func (w *Writer[T]) remember(obj *T, etag string) {
@@ -383,28 +389,4 @@ func (w *Writer[T]) finish(batch []*request[T], errs []error, stored *T, writeEr
 		}
 		r.done <- res
 	}
-}
-
-func jsonClone[T any](v *T) *T {
-	if v == nil {
-		return nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("writer: cannot clone %T: %v", v, err))
-	}
-	out := new(T)
-	if err := json.Unmarshal(b, out); err != nil {
-		panic(fmt.Sprintf("writer: cannot clone %T: %v", v, err))
-	}
-	return out
-}
-
-func jsonEqual[T any](a, b *T) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	if errA != nil || errB != nil {
-		return reflect.DeepEqual(a, b)
-	}
-	return string(ja) == string(jb)
 }
