@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -160,39 +161,7 @@ func (b *nodeIPBackends) write(ctx context.Context, lb *armnetwork.LoadBalancer,
 		if cur == nil {
 			return nil, fmt.Errorf("backend pool %s does not exist", id)
 		}
-		if cur.Properties == nil {
-			cur.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
-		}
-		p := cur.Properties
-		left := map[string]string{}
-		for k, v := range want {
-			left[k] = v
-		}
-		p.LoadBalancerBackendAddresses = slices.DeleteFunc(p.LoadBalancerBackendAddresses, func(a *armnetwork.LoadBalancerBackendAddress) bool {
-			if a.Properties == nil || a.Properties.IPAddress == nil {
-				return true
-			}
-			if _, ok := left[*a.Properties.IPAddress]; ok {
-				delete(left, *a.Properties.IPAddress)
-				return false
-			}
-			return true
-		})
-		for _, ip := range sortedKeys(left) {
-			p.LoadBalancerBackendAddresses = append(p.LoadBalancerBackendAddresses, &armnetwork.LoadBalancerBackendAddress{
-				Name: to.Ptr(left[ip]),
-				Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
-					IPAddress:      to.Ptr(ip),
-					VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(b.vnetID)},
-				},
-			})
-		}
-		if len(p.LoadBalancerBackendAddresses) > 0 && p.VirtualNetwork == nil {
-			p.VirtualNetwork = &armnetwork.SubResource{ID: to.Ptr(b.vnetID)}
-		}
-		if b.hook != nil {
-			b.hook(cur)
-		}
+		b.setAddresses(cur, want)
 		return cur, nil
 	})
 	// Only a pool PUT changes the load balancer's ETag: keep its cache otherwise (node placement
@@ -201,6 +170,41 @@ func (b *nodeIPBackends) write(ctx context.Context, lb *armnetwork.LoadBalancer,
 		b.onWrite(str(lb.ID))
 	}
 	return err
+}
+
+// setAddresses makes the pool's addresses want (address -> name), keeping the entries (and
+// their other properties, such as an admin state) of addresses that stay, then runs the hook.
+func (b *nodeIPBackends) setAddresses(pool *armnetwork.BackendAddressPool, want map[string]string) {
+	if pool.Properties == nil {
+		pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
+	}
+	p := pool.Properties
+	left := maps.Clone(want)
+	p.LoadBalancerBackendAddresses = slices.DeleteFunc(p.LoadBalancerBackendAddresses, func(a *armnetwork.LoadBalancerBackendAddress) bool {
+		if a.Properties == nil || a.Properties.IPAddress == nil {
+			return true
+		}
+		if _, ok := left[*a.Properties.IPAddress]; ok {
+			delete(left, *a.Properties.IPAddress)
+			return false
+		}
+		return true
+	})
+	for _, ip := range sortedKeys(left) {
+		p.LoadBalancerBackendAddresses = append(p.LoadBalancerBackendAddresses, &armnetwork.LoadBalancerBackendAddress{
+			Name: to.Ptr(left[ip]),
+			Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
+				IPAddress:      to.Ptr(ip),
+				VirtualNetwork: &armnetwork.SubResource{ID: to.Ptr(b.vnetID)},
+			},
+		})
+	}
+	if len(p.LoadBalancerBackendAddresses) > 0 && p.VirtualNetwork == nil {
+		p.VirtualNetwork = &armnetwork.SubResource{ID: to.Ptr(b.vnetID)}
+	}
+	if b.hook != nil {
+		b.hook(pool)
+	}
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -74,7 +74,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 		return fmt.Errorf("service %s: backend pools of %s: %w", s.Key(), name, err)
 	}
 	if s.LocalPool {
-		res, err := l.syncLocalPool(ctx, c, lb, s, nodes, false)
+		res, err := l.syncLocalPool(ctx, c, lb, s, nodes)
 		countLocalSync("node_sync", res, err)
 		if err != nil {
 			return fmt.Errorf("service %s: %w", s.Key(), err)
@@ -197,7 +197,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 		return nil, fmt.Errorf("backend pools of %s: %w", c.LBName(internal), err)
 	}
 	if s.LocalPool {
-		res, err := l.syncLocalPool(ctx, c, lb, s, nodes, false)
+		res, err := l.syncLocalPool(ctx, c, lb, s, nodes)
 		countLocalSync("reconcile", res, err)
 		if err != nil {
 			return nil, err

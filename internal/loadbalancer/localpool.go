@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -57,6 +58,15 @@ const (
 	LocalPoolSkipped LocalPoolResult = "skipped"
 )
 
+// localPoolFreshness: a Local pool flush diffs against the load balancer as read at most this
+// long ago. One flush of many services then costs one read per load balancer, not one per pool,
+// and still sees changes made behind the CCM's back.
+const localPoolFreshness = 2 * time.Second
+
+// errNoLocalPool: the load balancer or the service's dedicated pool is gone (the service
+// reconcile recreates it); the sync is skipped.
+var errNoLocalPool = errors.New("no dedicated pool")
+
 // SyncLocalPool writes the dedicated pools of a Local service: the full desired member set
 // (eligible nodes hosting its ready endpoints), diffed against the pool as Azure has it now.
 // It is the Local pool updater's entry point.
@@ -74,27 +84,34 @@ func (l *LoadBalancer) SyncLocalPool(ctx context.Context, clusterName string, sv
 		return LocalPoolSkipped, err
 	}
 	c := l.clusterFor(clusterName, name)
-	lb, err := l.lbWriter(c, c.LBName(s.Opts.Internal)).Get(ctx)
+	w := l.lbWriter(c, c.LBName(s.Opts.Internal))
+	w.InvalidateOlderThan(localPoolFreshness)
+	lb, err := w.Get(ctx)
 	if err != nil {
 		return "", fmt.Errorf("load balancer %s: %w", c.LBName(s.Opts.Internal), err)
 	}
-	return l.syncLocalPool(ctx, c, lb, s, nodes, true)
+	return l.syncLocalPool(ctx, c, lb, s, nodes)
 }
 
-// syncLocalPool fills the service's dedicated pools on lb. fresh re-reads each pool first (the
-// updater's level-triggered diff against Azure).
-func (l *LoadBalancer) syncLocalPool(ctx context.Context, c *plan.Cluster, lb *armnetwork.LoadBalancer, s *plan.Service, nodes []*v1.Node, fresh bool) (LocalPoolResult, error) {
+// syncLocalPool fills the service's dedicated pools (one per IP family) on lb, as read from
+// the load balancer's writer. The pools are written inline in a load balancer PUT through that
+// writer rather than with the backendAddressPools API: a pool shares its load balancer's ETag,
+// so pool PUTs of one load balancer conflict with each other and run one at a time, whereas
+// group commit puts every Local pool that changed in a flush (and any other change to the load
+// balancer) into one write.
+func (l *LoadBalancer) syncLocalPool(ctx context.Context, c *plan.Cluster, lb *armnetwork.LoadBalancer, s *plan.Service, nodes []*v1.Node) (LocalPoolResult, error) {
 	b, ok := l.backends.(*nodeIPBackends)
 	if !ok {
 		return "", errors.New("dedicated Local service pools need loadBalancerBackendPoolConfigurationType nodeIP")
 	}
 	hosts, known := l.endpointNodes.get(s.Svc.Namespace, s.Svc.Name)
 	eligible := b.filter.Eligible(nodes)
-	result := LocalPoolUnchanged
-	var errs []error
+	wants := map[string]map[string]string{} // pool name -> address -> address name
+	changed := false
 	for _, fam := range s.Families() {
 		name := s.PoolName(c, fam)
-		if findPool(lb, name) == nil {
+		p := findPool(lb, name)
+		if p == nil {
 			return LocalPoolSkipped, nil
 		}
 		want := map[string]string{}
@@ -110,32 +127,41 @@ func (l *LoadBalancer) syncLocalPool(ctx context.Context, c *plan.Cluster, lb *a
 				}
 			}
 		}
-		id := str(lb.ID) + "/backendAddressPools/" + name
-		w := l.pools.For(id)
-		if fresh {
-			w.Invalidate()
-		}
-		cur, err := w.Get(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("backend pool %s: %w", name, err))
-			continue
-		}
-		if cur == nil {
-			return LocalPoolSkipped, nil
-		}
-		if samePoolAddresses(cur, want) {
-			continue
-		}
-		if err := b.write(ctx, lb, name, want); err != nil {
-			errs = append(errs, fmt.Errorf("backend pool %s: %w", name, err))
-			continue
-		}
-		result = LocalPoolUpdated
+		wants[name] = want
+		changed = changed || !samePoolAddresses(p, want)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return "", err
+	if !changed {
+		return LocalPoolUnchanged, nil
 	}
-	return result, nil
+	lbName := c.LBName(s.Opts.Internal)
+	var wrote []string
+	_, err := l.lbWriter(c, lbName).Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		wrote = wrote[:0]
+		for name, want := range wants {
+			p := findPool(cur, name)
+			if p == nil {
+				return nil, errNoLocalPool // an error, not nil: nil would delete the load balancer
+			}
+			if !samePoolAddresses(p, want) {
+				b.setAddresses(p, want)
+				wrote = append(wrote, name)
+			}
+		}
+		return cur, nil
+	})
+	switch {
+	case errors.Is(err, errNoLocalPool):
+		return LocalPoolSkipped, nil
+	case err != nil:
+		return "", fmt.Errorf("dedicated backend pools on %s: %w", lbName, err)
+	case len(wrote) == 0:
+		return LocalPoolUnchanged, nil
+	}
+	// The pool writers' cached ETags are the load balancer's old one.
+	for _, name := range wrote {
+		l.pools.For(str(lb.ID) + "/backendAddressPools/" + name).Invalidate()
+	}
+	return LocalPoolUpdated, nil
 }
 
 func samePoolAddresses(p *armnetwork.BackendAddressPool, want map[string]string) bool {

@@ -46,7 +46,9 @@ type Options struct {
 	Interval time.Duration
 	// RetryBase and RetryMax bound the backoff of a failed pool (default 1s, 5m).
 	RetryBase, RetryMax time.Duration
-	// Workers flush pools in parallel (default 4).
+	// Workers flush pools in parallel (default 32). They mostly wait on the load balancer
+	// writers, which put the pools of one load balancer that change together into one write:
+	// the more of a flush is submitted at once, the fewer writes.
 	Workers int
 }
 
@@ -74,7 +76,7 @@ func New(o Options) (*Updater, error) {
 		o.RetryMax = 5 * time.Minute
 	}
 	if o.Workers <= 0 {
-		o.Workers = 4
+		o.Workers = 32
 	}
 	return &Updater{o: o, pending: map[string]time.Time{}, fails: map[string]int{}}, nil
 }

@@ -181,6 +181,17 @@ func (w *Writer[T]) Invalidate() {
 	w.mu.Unlock()
 }
 
+// InvalidateOlderThan drops the cached model if it was read or written more than age ago, so
+// that a caller that wants Azure's current state gets it without re-reading for every call.
+func (w *Writer[T]) InvalidateOlderThan(age time.Duration) {
+	w.mu.Lock()
+	if w.cached && w.opts.Now().Sub(w.cacheAt) > age {
+		w.cached = false
+		w.cache = nil
+	}
+	w.mu.Unlock()
+}
+
 // Pending is the number of queued, not yet batched mutations.
 func (w *Writer[T]) Pending() int {
 	w.mu.Lock()
