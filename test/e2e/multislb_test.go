@@ -291,9 +291,10 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		// not flushed it; the rest of it lands while the CCM is down.
 		m.killInFlushWindow(lb, pool, "mslb-local", 2)
 
-		// An injected ARM failure on the flush: retried with backoff until it lands.
+		// An injected ARM failure on the flush (a load balancer PUT: Local pools are written
+		// inline, merged per load balancer): retried with backoff until it lands.
 		f, err := m.Azsim.AddFault(context.Background(), middleware.Fault{Kind: middleware.FaultConflict, Class: middleware.Write,
-			ResourceType: "backendAddressPools", PathContains: pool, Count: 2})
+			ResourceType: "loadBalancers", PathContains: "/loadBalancers/" + lb, Count: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
