@@ -62,7 +62,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 		s.LocalPool = s.IsLocal()
 	}
 	name := c.LBName(s.Opts.Internal)
-	lb, err := l.lbWriter(c, name).Get(ctx)
+	lb, err := l.lbWriter(c, name).Peek(ctx)
 	if err != nil {
 		return fmt.Errorf("service %s: load balancer %s: %w", s.Key(), name, err)
 	}
@@ -269,7 +269,7 @@ func (l *LoadBalancer) addressesOfOthers(ctx context.Context, c *plan.Cluster, s
 	out := map[netip.Addr]bool{}
 	for _, c := range l.clusters(c.ClusterName) {
 		for _, internal := range []bool{false, true} {
-			lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 			}
@@ -310,7 +310,7 @@ func (l *LoadBalancer) addressesOfOthers(ctx context.Context, c *plan.Cluster, s
 func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName string, s *plan.Service) error {
 	svcLBName := s.LBName()
 	w := l.lbWriter(c, lbName)
-	cur, err := w.Get(ctx)
+	cur, err := w.Peek(ctx)
 	if err != nil {
 		return fmt.Errorf("load balancer %s: %w", lbName, err)
 	}
@@ -426,7 +426,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterNam
 	var ips []netip.Addr
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{false, true} {
-			lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
 			if err != nil {
 				return fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 			}
@@ -447,6 +447,10 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterNam
 	}
 	for _, p := range existing {
 		if plan.IsManagedPIP(c, p) && slices.Contains(plan.PIPServices(p), s.Key()) {
+			// Detaching the frontend gave the public IP a new ETag: read it again rather than
+			// send a DELETE that fails with 412 (TestThrottling's delete phase sent 541 deletes
+			// for 300 public IPs).
+			l.pipWriter(pipRG, str(p.Name)).Invalidate()
 			if err := l.releasePIP(ctx, c, s, pipRG, p); err != nil {
 				return err
 			}
@@ -476,7 +480,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, 
 	}
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{s.Opts.Internal, !s.Opts.Internal} {
-			lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
 			if err != nil {
 				return nil, false, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 			}

@@ -86,7 +86,7 @@ func (l *LoadBalancer) SyncLocalPool(ctx context.Context, clusterName string, sv
 	c := l.clusterFor(clusterName, name)
 	w := l.lbWriter(c, c.LBName(s.Opts.Internal))
 	w.InvalidateOlderThan(localPoolFreshness)
-	lb, err := w.Get(ctx)
+	lb, err := w.Peek(ctx)
 	if err != nil {
 		return "", fmt.Errorf("load balancer %s: %w", c.LBName(s.Opts.Internal), err)
 	}

@@ -105,7 +105,7 @@ func (l *LoadBalancer) clusters(clusterName string) []*plan.Cluster {
 func (l *LoadBalancer) locate(ctx context.Context, clusterName, svcLBName string, internalFirst bool) (string, error) {
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{internalFirst, !internalFirst} {
-			lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
 			if err != nil {
 				return "", fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 			}
@@ -174,7 +174,7 @@ func (l *LoadBalancer) placeService(ctx context.Context, clusterName string, s *
 	var holder string
 	var shared []*armnetwork.FrontendIPConfiguration
 	for _, c := range l.clusters(clusterName) {
-		lb, err := l.lbWriter(c, c.LBName(internal)).Get(ctx)
+		lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 		}
@@ -232,7 +232,7 @@ func (l *LoadBalancer) placeService(ctx context.Context, clusterName string, s *
 	if internal {
 		keepPrivateIPs(fronts, shared)
 		if len(shared) == 0 {
-			old, err := l.lbWriter(from, from.LBName(true)).Get(ctx)
+			old, err := l.lbWriter(from, from.LBName(true)).Peek(ctx)
 			if err != nil {
 				release()
 				return nil, err
@@ -415,7 +415,7 @@ func (l *LoadBalancer) placeNodes(ctx context.Context, clusterName string, all [
 	for _, c := range l.clusters(clusterName) {
 		p := pair{c: c}
 		for i, in := range []bool{false, true} {
-			lb, err := l.lbWriter(c, c.LBName(in)).Get(ctx)
+			lb, err := l.lbWriter(c, c.LBName(in)).Peek(ctx)
 			if err != nil {
 				return fmt.Errorf("load balancer %s: %w", c.LBName(in), err)
 			}

@@ -161,6 +161,15 @@ func (w *Writer[T]) Get(ctx context.Context) (*T, error) {
 	return obj, err
 }
 
+// Peek is Get without the copy, for callers that only look: the model may be shared with the
+// writer's cache and with other callers, so it must not be modified. Copying a load balancer
+// whose pools hold thousands of addresses costs milliseconds and megabytes, and most reads of
+// a reconcile only look for a frontend or a pool.
+func (w *Writer[T]) Peek(ctx context.Context) (*T, error) {
+	obj, _, _, err := w.readShared(ctx)
+	return obj, err
+}
+
 // CachedETag returns the ETag of the cached model while the cache is fresh ("" and true when the
 // resource is known not to exist), without copying the model: callers use it to tell that
 // nothing changed since they last looked.
