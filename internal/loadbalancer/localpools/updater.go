@@ -172,8 +172,11 @@ func (u *Updater) Run(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
+		began := time.Now()
 		next := u.Flush(ctx)
-		wait := u.o.Interval
+		// Flushes start every interval (not an interval after the last one ended): a change
+		// that just missed a flush waits one interval, however long the flush's writes took.
+		wait := max(u.o.Interval-time.Since(began), 10*time.Millisecond)
 		if !next.IsZero() {
 			if d := time.Until(next); d < wait {
 				wait = max(d, 10*time.Millisecond)
