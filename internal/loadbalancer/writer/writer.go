@@ -93,7 +93,10 @@ type Writer[T any] struct {
 	cache     *T
 	cacheETag string
 	cacheAt   time.Time
-	stats     Stats
+	// gen counts changes of the cache (remembered or dropped): a read caches its result only if
+	// nothing changed while it was in flight, so a slow response never replaces a newer model.
+	gen   uint64
+	stats Stats
 }
 
 // Stats counts a writer's ARM traffic (for tests and metrics).
@@ -187,6 +190,7 @@ func (w *Writer[T]) Invalidate() {
 	w.mu.Lock()
 	w.cached = false
 	w.cache = nil
+	w.gen++
 	w.mu.Unlock()
 }
 
@@ -197,6 +201,7 @@ func (w *Writer[T]) InvalidateOlderThan(age time.Duration) {
 	if w.cached && w.opts.Now().Sub(w.cacheAt) > age {
 		w.cached = false
 		w.cache = nil
+		w.gen++
 	}
 	w.mu.Unlock()
 }
@@ -342,19 +347,38 @@ func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
 		return cache, etag, true, nil
 	}
 	w.stats.Gets++
+	gen := w.gen
 	w.mu.Unlock()
 	obj, etag, err := w.store.Get(ctx)
 	if err != nil {
-		w.Invalidate()
+		w.mu.Lock()
+		if w.gen == gen {
+			w.cached, w.cache = false, nil
+		}
+		w.mu.Unlock()
 		return nil, "", false, err
 	}
-	w.remember(obj, etag)
+	// Readers outside commit (Get, Peek) run concurrently with commit's writes: a response
+	// that left Azure before a PUT can arrive after the PUT's result was remembered.
+	w.rememberIf(obj, etag, gen)
 	return obj, etag, false, nil
 }
 
 func (w *Writer[T]) remember(obj *T, etag string) {
 	w.mu.Lock()
 	w.cached, w.cache, w.cacheETag, w.cacheAt = true, w.opts.Clone(obj), etag, w.opts.Now()
+	w.gen++
+	w.mu.Unlock()
+}
+
+// rememberIf caches a read's result unless the cache changed since the read was sent.
+func (w *Writer[T]) rememberIf(obj *T, etag string, gen uint64) {
+	c := w.opts.Clone(obj)
+	w.mu.Lock()
+	if w.gen == gen {
+		w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
+		w.gen++
+	}
 	w.mu.Unlock()
 }
 

@@ -26,12 +26,23 @@ type fakeStore struct {
 	puts    int
 	deletes int
 	gate    chan struct{} // when non-nil, Get waits for it to close
-	putErr  error         // returned once by the next Put
+	// slowGet, when non-nil, makes the next Get read the resource first and answer only when
+	// slowGet closes (a response that arrives after later writes).
+	slowGet chan struct{}
+	putErr  error // returned once by the next Put
 }
 
 func (s *fakeStore) Get(ctx context.Context) (*model, string, error) {
 	s.mu.Lock()
-	gate := s.gate
+	gate, slow := s.gate, s.slowGet
+	s.slowGet = nil
+	if slow != nil {
+		s.gets++
+		obj, etag := jsonClone(s.obj), strconv.Itoa(s.etag)
+		s.mu.Unlock()
+		<-slow
+		return obj, etag, nil
+	}
 	s.mu.Unlock()
 	if gate != nil {
 		select {
@@ -465,5 +476,45 @@ func TestGatherMergesLateArrivals(t *testing.T) {
 	}
 	if m.Items["a"] != 1 || m.Items["b"] != 1 {
 		t.Fatalf("items: %v", m.Items)
+	}
+}
+
+// A read that was answered before a write but arrives after it must not replace the written
+// model in the cache: a reconcile deciding from the cache would miss the write (the chaos run
+// with seed 20261123 left a deleted service's frontend behind this way).
+func TestSlowReadDoesNotOverwriteNewerCache(t *testing.T) {
+	st := &fakeStore{obj: &model{Items: map[string]int{"old": 1}}, etag: 1}
+	w := New[model](st, Options[model]{CacheTTL: time.Minute})
+	slow := make(chan struct{})
+	st.mu.Lock()
+	st.slowGet = slow
+	st.mu.Unlock()
+	read := make(chan *model)
+	go func() {
+		m, _ := w.Get(context.Background())
+		read <- m
+	}()
+	for { // the slow read has taken its snapshot
+		if _, _, gets := st.snapshot(); gets == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := w.Submit(context.Background(), set("new", 2)); err != nil {
+		t.Fatal(err)
+	}
+	close(slow)
+	if m := <-read; m.Items["new"] != 0 {
+		t.Fatalf("the slow read saw the later write: %v", m.Items)
+	}
+	got, err := w.Peek(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Items["new"] != 2 {
+		t.Fatalf("cache holds %v after the write, want the written model", got.Items)
+	}
+	if _, puts, _ := st.snapshot(); puts != 1 {
+		t.Fatalf("%d puts", puts)
 	}
 }
