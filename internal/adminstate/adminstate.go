@@ -320,16 +320,40 @@ func configEntryName(id string) string {
 // node's providerID. Standalone and availability-set VMs have NICs of their own resource path;
 // they match by address instead.
 func ConfigsOfProviderID(providerID string, configs []string) []string {
-	id := strings.TrimPrefix(providerID, "azure://")
-	if id == "" || !strings.Contains(strings.ToLower(id), "/virtualmachinescalesets/") {
-		return nil
-	}
-	prefix := strings.ToLower(strings.TrimSuffix(id, "/")) + "/networkinterfaces/"
-	var out []string
+	return NewConfigIndex(configs).Of(providerID)
+}
+
+// ConfigIndex finds NIC IP configurations by the scale set instance they belong to. A pool of a
+// 5,000-node cluster has 5,000 configurations: matching each node against all of them is 25
+// million comparisons per pool write.
+type ConfigIndex map[string][]string // lower-cased instance ID -> configuration IDs
+
+// NewConfigIndex indexes configuration IDs by their instance (the part before
+// /networkInterfaces/); duplicates are dropped.
+func NewConfigIndex(configs []string) ConfigIndex {
+	idx := ConfigIndex{}
 	for _, c := range configs {
-		if strings.HasPrefix(strings.ToLower(c), prefix) && !slices.Contains(out, c) {
-			out = append(out, c)
+		lc := strings.ToLower(c)
+		i := strings.Index(lc, "/networkinterfaces/")
+		if i < 0 || !strings.Contains(lc[:i], "/virtualmachinescalesets/") {
+			continue
+		}
+		if k := lc[:i]; !slices.Contains(idx[k], c) {
+			idx[k] = append(idx[k], c)
 		}
 	}
-	return out
+	return idx
+}
+
+// Of returns the configurations of the scale set instance providerID names (nil for anything
+// else).
+func (idx ConfigIndex) Of(providerID string) []string {
+	if len(idx) == 0 {
+		return nil
+	}
+	id := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(providerID, "azure://"), "/"))
+	if id == "" {
+		return nil
+	}
+	return idx[id]
 }

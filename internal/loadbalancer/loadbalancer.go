@@ -387,8 +387,9 @@ func (l *LoadBalancer) retainPorts(s *plan.Service, dsts []netip.Addr) map[armne
 		if other.UID == s.Svc.UID || other.Spec.Type != v1.ServiceTypeLoadBalancer || other.DeletionTimestamp != nil || !ours(other) {
 			continue
 		}
-		os := lenient(other)
-		shares := s.Opts.DisableFloatingIP && os.Opts.DisableFloatingIP
+		// Decided before parsing the other service's annotations: a reconcile looks at every
+		// service, and parsing them all made a burst of N services cost N² parses.
+		shares := s.Opts.DisableFloatingIP && strings.EqualFold(strings.TrimSpace(other.Annotations[annotations.DisableFloatingIP]), "true")
 		for _, ing := range other.Status.LoadBalancer.Ingress {
 			if a, ok := addrOf(&ing.IP); ok && set[a] {
 				shares = true
@@ -397,7 +398,7 @@ func (l *LoadBalancer) retainPorts(s *plan.Service, dsts []netip.Addr) map[armne
 		if !shares {
 			continue
 		}
-		ports, err := plan.DestinationPorts(os)
+		ports, err := plan.DestinationPorts(lenient(other))
 		if err != nil {
 			continue
 		}

@@ -531,9 +531,10 @@ func (c *Controller) Members(pool *armnetwork.BackendAddressPool) []planner.Memb
 			}
 		}
 	}
+	idx := planner.NewConfigIndex(configs)
 	out := make([]planner.Member, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, planner.MemberOf(n, planner.ConfigsOfProviderID(n.Spec.ProviderID, configs)))
+		out = append(out, planner.MemberOf(n, idx.Of(n.Spec.ProviderID)))
 	}
 	return out
 }

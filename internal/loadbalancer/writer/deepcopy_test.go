@@ -66,6 +66,43 @@ func TestDeepCopyMatchesJSONRoundTrip(t *testing.T) {
 	}
 }
 
+func TestDeepEqualAgreesWithReflect(t *testing.T) {
+	base := bigLoadBalancer(20, 5)
+	type variant struct {
+		name string
+		edit func(*armnetwork.LoadBalancer)
+	}
+	for _, v := range []variant{
+		{"same", func(*armnetwork.LoadBalancer) {}},
+		{"address changed", func(lb *armnetwork.LoadBalancer) {
+			*lb.Properties.BackendAddressPools[0].Properties.LoadBalancerBackendAddresses[7].Properties.IPAddress = "10.9.9.9"
+		}},
+		{"address removed", func(lb *armnetwork.LoadBalancer) {
+			p := lb.Properties.BackendAddressPools[0].Properties
+			p.LoadBalancerBackendAddresses = p.LoadBalancerBackendAddresses[1:]
+		}},
+		{"nil vs empty slice", func(lb *armnetwork.LoadBalancer) { lb.Properties.OutboundRules = []*armnetwork.OutboundRule{} }},
+		{"pointer set", func(lb *armnetwork.LoadBalancer) {
+			lb.Properties.Probes[0].Properties.IntervalInSeconds = to.Ptr(int32(5))
+		}},
+		{"tag value", func(lb *armnetwork.LoadBalancer) { lb.Tags["k"] = to.Ptr("w") }},
+		{"tag added", func(lb *armnetwork.LoadBalancer) { lb.Tags["k2"] = to.Ptr("v") }},
+		{"nil map", func(lb *armnetwork.LoadBalancer) { lb.Tags = nil }},
+		{"enum", func(lb *armnetwork.LoadBalancer) { lb.SKU.Name = to.Ptr(armnetwork.LoadBalancerSKUNameBasic) }},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			other := DeepCopy(base)
+			v.edit(other)
+			if got, want := DeepEqual(base, other), reflect.DeepEqual(base, other); got != want {
+				t.Errorf("DeepEqual %v, reflect.DeepEqual %v", got, want)
+			}
+		})
+	}
+	if !DeepEqual[armnetwork.LoadBalancer](nil, nil) || DeepEqual(base, nil) {
+		t.Error("nil handling")
+	}
+}
+
 func TestDeepCopyKeepsNilAndEmptyApart(t *testing.T) {
 	type inner struct {
 		S []string
@@ -109,8 +146,16 @@ func BenchmarkClone(b *testing.B) {
 			jsonClone(lb)
 		}
 	})
-	b.Run("equal-deep", func(b *testing.B) {
+	b.Run("equal", func(b *testing.B) {
 		cp := DeepCopy(lb)
+		b.ReportAllocs()
+		for b.Loop() {
+			DeepEqual(lb, cp)
+		}
+	})
+	b.Run("equal-reflect", func(b *testing.B) {
+		cp := DeepCopy(lb)
+		b.ReportAllocs()
 		for b.Loop() {
 			reflect.DeepEqual(lb, cp)
 		}

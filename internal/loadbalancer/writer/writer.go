@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"sync"
 	"time"
 
@@ -42,8 +41,8 @@ var ErrPreconditionFailed = errors.New("precondition failed (etag mismatch)")
 type Options[T any] struct {
 	// Clone deep-copies a model; default: DeepCopy.
 	Clone func(*T) *T
-	// Equal decides whether a batch changed anything; default: reflect.DeepEqual (the SDK's
-	// models hold only data, so equal values encode equally). Equal batches write nothing, so
+	// Equal decides whether a batch changed anything; default: DeepEqual (the SDK's models
+	// hold only data, so equal values encode equally). Equal batches write nothing, so
 	// steady-state reconciles cost no ARM write.
 	Equal func(a, b *T) bool
 	// CacheTTL is how long the last read or written model is reused without a GET. 0 disables the
@@ -110,7 +109,7 @@ func New[T any](store Store[T], opts Options[T]) *Writer[T] {
 		opts.Clone = DeepCopy[T]
 	}
 	if opts.Equal == nil {
-		opts.Equal = func(a, b *T) bool { return reflect.DeepEqual(a, b) }
+		opts.Equal = DeepEqual[T]
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 5
