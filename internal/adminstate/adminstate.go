@@ -314,18 +314,12 @@ func configEntryName(id string) string {
 	return name
 }
 
-// ConfigsOfProviderID picks, among NIC IP configuration IDs, those of the node's own NICs where
-// the ID shows it: a scale set instance's NIC configurations live under the instance
+// ConfigIndex finds, among NIC IP configuration IDs, those of a node's own NICs where the ID
+// shows it: a scale set instance's NIC configurations live under the instance
 // (…/virtualMachineScaleSets/<ss>/virtualMachines/<id>/networkInterfaces/…), which is the
 // node's providerID. Standalone and availability-set VMs have NICs of their own resource path;
-// they match by address instead.
-func ConfigsOfProviderID(providerID string, configs []string) []string {
-	return NewConfigIndex(configs).Of(providerID)
-}
-
-// ConfigIndex finds NIC IP configurations by the scale set instance they belong to. A pool of a
-// 5,000-node cluster has 5,000 configurations: matching each node against all of them is 25
-// million comparisons per pool write.
+// they match by address instead. An index, because a pool of a 5,000-node cluster has 5,000
+// configurations: matching each node against all of them is 25 million comparisons per write.
 type ConfigIndex map[string][]string // lower-cased instance ID -> configuration IDs
 
 // NewConfigIndex indexes configuration IDs by their instance (the part before

@@ -269,7 +269,7 @@ func lower(s string) string {
 	return string(b)
 }
 
-func TestConfigsOfProviderID(t *testing.T) {
+func TestConfigIndex(t *testing.T) {
 	vmssNode := "azure:///subscriptions/s/resourceGroups/RG/providers/Microsoft.Compute/virtualMachineScaleSets/pool0/virtualMachines/0"
 	configs := []string{cfgA, cfgB, cfgA,
 		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/pool0/virtualMachines/01/networkInterfaces/pool0/ipConfigurations/ipconfig1"}
@@ -284,7 +284,7 @@ func TestConfigsOfProviderID(t *testing.T) {
 		"trailing slash ok": {vmssNode + "/", []string{cfgA}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := ConfigsOfProviderID(tc.providerID, configs); !reflect.DeepEqual(got, tc.want) {
+			if got := NewConfigIndex(configs).Of(tc.providerID); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -153,17 +153,10 @@ func equal(a, b reflect.Value) bool {
 			return false
 		}
 		return equal(a.Elem(), b.Elem())
-	case reflect.Slice:
-		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+	case reflect.Slice, reflect.Array:
+		if a.Kind() == reflect.Slice && (a.IsNil() != b.IsNil() || a.Len() != b.Len()) {
 			return false
 		}
-		for i := range a.Len() {
-			if !equal(a.Index(i), b.Index(i)) {
-				return false
-			}
-		}
-		return true
-	case reflect.Array:
 		for i := range a.Len() {
 			if !equal(a.Index(i), b.Index(i)) {
 				return false
