@@ -187,10 +187,13 @@ func (w *Writer[T]) CachedETag() (string, bool) {
 // Invalidate drops the cached model so the next batch reads the resource again.
 func (w *Writer[T]) Invalidate() {
 	w.mu.Lock()
-	w.cached = false
-	w.cache = nil
-	w.gen++
+	w.dropLocked()
 	w.mu.Unlock()
+}
+
+func (w *Writer[T]) dropLocked() {
+	w.cached, w.cache = false, nil
+	w.gen++
 }
 
 // InvalidateOlderThan drops the cached model if it was read or written more than age ago, so
@@ -198,9 +201,7 @@ func (w *Writer[T]) Invalidate() {
 func (w *Writer[T]) InvalidateOlderThan(age time.Duration) {
 	w.mu.Lock()
 	if w.cached && w.opts.Now().Sub(w.cacheAt) > age {
-		w.cached = false
-		w.cache = nil
-		w.gen++
+		w.dropLocked()
 	}
 	w.mu.Unlock()
 }
@@ -352,7 +353,7 @@ func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
 	if err != nil {
 		w.mu.Lock()
 		if w.gen == gen {
-			w.cached, w.cache = false, nil
+			w.dropLocked()
 		}
 		w.mu.Unlock()
 		return nil, "", false, err
