@@ -1,18 +1,19 @@
 // Command azure-cloud-controller-manager is the Azure cloud controller manager: the standard
 // k8s.io/cloud-provider app (flags, leader election, /healthz, /metrics, --controllers) with the
-// Azure provider registered as "azure" and the project's own controllers.
+// Azure provider as "azure" and the project's own controllers. Everything is wired here, in
+// wiring.go: the provider (which builds the process's Azure writers once), the load balancer
+// implementation on those writers, and the controllers that share them.
 package main
 
 import (
 	"os"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
-	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
 	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
@@ -20,10 +21,19 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
-	_ "github.com/azure-ccm/azure-ccm/internal/controllers/adminstate" // admin-state controller
-	_ "github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"    // pv-zone-labels controller
 	"github.com/azure-ccm/azure-ccm/internal/provider"
-	_ "github.com/azure-ccm/azure-ccm/internal/servicegateway/controller" // service-gateway controller
+)
+
+// defaultConcurrentServiceSyncs replaces the upstream default of --concurrent-service-syncs (1).
+// Workers mostly wait on group-commit writers, and a load balancer or NSG write carries the
+// changes of every worker waiting on it: 50 workers let a burst of services share a few writes
+// (test/bench TestLoadBalancerBurst).
+const defaultConcurrentServiceSyncs = 50
+
+// --kube-api-qps / --kube-api-burst defaults (upstream 20 / 30), see main.
+const (
+	defaultKubeAPIQPS   = 50
+	defaultKubeAPIBurst = 100
 )
 
 func main() {
@@ -39,27 +49,26 @@ func main() {
 	// Each service costs the service controller two API writes (finalizer, status) and two events:
 	// at the upstream 20 QPS the API client, not Azure, would pace a burst.
 	opts.Generic.ClientConnection.QPS, opts.Generic.ClientConnection.Burst = defaultKubeAPIQPS, defaultKubeAPIBurst
-	installLoadBalancer()
 	// Register the ARM metrics with the legacy registry served on /metrics.
 	arm.DefaultMetrics()
 
-	cmd := app.NewCloudControllerManagerCommand(opts, cloudInitializer, controllers.Initializers(),
-		names.CCMControllerAliases(), benchmarkFlags(), wait.NeverStop)
+	w := &wiring{}
+	initializers, err := controllers.Initializers(w.controllers())
+	if err != nil {
+		klog.Fatalf("controllers: %v", err)
+	}
+	cmd := app.NewCloudControllerManagerCommand(opts, w.initCloud, initializers,
+		names.CCMControllerAliases(), w.flags(), wait.NeverStop)
 	cmd.Use = "azure-cloud-controller-manager"
 	os.Exit(cli.Run(cmd))
 }
 
-// cloudInitializer builds the provider. An invalid azure.json is fatal with the offending key
-// named; login or ARM failures are retried with backoff inside provider.New.
-func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
-	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
-	migrationClusterName = c.ComponentConfig.KubeCloudShared.ClusterName
-	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
-	if err != nil {
-		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
-	}
-	if cloud == nil {
-		klog.Fatalf("Cloud provider %q is unknown (this binary serves %q)", cc.Name, provider.ProviderName)
-	}
-	return cloud
+// flags are the CCM's own hidden flags.
+func (w *wiring) flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	fs := fss.FlagSet("azure load balancer")
+	fs.BoolVar(&w.disableWriteMerging, "disable-lb-write-merging", false,
+		"benchmark baseline only: one ARM write per load balancer change, no merging")
+	_ = fs.MarkHidden("disable-lb-write-merging")
+	return fss
 }

@@ -13,11 +13,6 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
 
-// migrationClusterName is --cluster-name, kept by cloudInitializer: the load balancer builder
-// does not receive it, and the migration must name pools and public IPs as the service
-// controller will.
-var migrationClusterName = "kubernetes"
-
 // migrationTimeout bounds the migration at start-up; after it the load balancer is served
 // anyway (a failed migration is retried at the next start).
 const migrationTimeout = 15 * time.Minute
@@ -29,8 +24,9 @@ const envMigrationExitAfter = "AZURE_CCM_MIGRATION_EXIT_AFTER"
 // migrateBeforeServing runs the Basic to Standard load balancer migration when the load
 // balancer implementation is built: after leader election and before the service controller
 // (or any other controller) gets the implementation, so no service reconcile runs while Basic
-// load balancers are being replaced. Without Basic load balancers it costs one LIST.
-func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBalancer) {
+// load balancers are being replaced. Without Basic load balancers it costs one LIST. clusterName
+// is --cluster-name: the migration names pools and public IPs as the service controller will.
+func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBalancer, clusterName string) {
 	migration.RegisterMetrics()
 	if d.Config == nil || !d.Config.IsStandardSKU() {
 		return
@@ -39,9 +35,8 @@ func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBala
 		klog.ErrorS(nil, "Basic to Standard load balancer migration skipped: the provider has no Kubernetes client")
 		return
 	}
-	o := migration.Options{Config: d.Config, ClusterName: migrationClusterName, Network: d.Clients.Network,
-		NodeNetwork: d.Clients.NodeNetwork, Compute: d.Clients.Compute, Kube: d.Kube, Recorder: d.Recorder,
-		LoadBalancer: lb, PollFrequency: d.Clients.PollFrequency}
+	o := migration.Options{Config: d.Config, ClusterName: clusterName, Network: d.Clients.Network,
+		Compute: d.Clients.Compute, Writers: d.Writers, Kube: d.Kube, Recorder: d.Recorder, LoadBalancer: lb}
 	if d.Nodes != nil {
 		o.VMSetOf = func(ctx context.Context, n *v1.Node) (string, error) {
 			inst, err := d.Nodes.Instance(ctx, n)

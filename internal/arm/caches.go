@@ -26,8 +26,11 @@ type Caches struct {
 	NICs *ListCache[*armnetwork.Interface]
 	// ScaleSetNICs: one LIST per uniform scale set, key "<rg>/<vmss>".
 	ScaleSetNICs *ListCache[*armnetwork.Interface]
-	// PublicIPs: one LIST per resource group.
+	// PublicIPs: one LIST per resource group (compute subscription: the nodes' public IPs).
 	PublicIPs *ListCache[*armnetwork.PublicIPAddress]
+	// NetworkPublicIPs: the public IPs of the network subscription (load balancer frontends);
+	// the same cache as PublicIPs unless networkResourceSubscriptionID names another one.
+	NetworkPublicIPs *ListCache[*armnetwork.PublicIPAddress]
 	// ScaleSetPublicIPs: instance-level public IPs of a uniform scale set, key "<rg>/<vmss>".
 	ScaleSetPublicIPs *ListCache[*armnetwork.PublicIPAddress]
 }
@@ -51,7 +54,7 @@ func newCaches(c *Clients, cfg *config.Config, now func() time.Time) *Caches {
 	off := cfg.DisableAPICallCache
 	m := c.Metrics
 	withInstanceView := !cfg.ListVmssVirtualMachinesWithoutInstanceView
-	return &Caches{
+	caches := &Caches{
 		VMs: NewListCache("vms", ttl(cfg.VMCacheTTLInSeconds, off), func(ctx context.Context, rg string) ([]*armcompute.VirtualMachine, error) {
 			return collect(ctx, c.Compute.NewVirtualMachinesClient().NewListPager(rg,
 				&armcompute.VirtualMachinesClientListOptions{Expand: to.Ptr(armcompute.ExpandTypeForListVMsInstanceView)}),
@@ -85,10 +88,7 @@ func newCaches(c *Clients, cfg *config.Config, now func() time.Time) *Caches {
 					return r.Value
 				})
 		}, now, m),
-		PublicIPs: NewListCache("publicips", ttl(cfg.PublicIPCacheTTLInSeconds, off), func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
-			return collect(ctx, c.NodeNetwork.NewPublicIPAddressesClient().NewListPager(rg, nil),
-				func(r armnetwork.PublicIPAddressesClientListResponse) []*armnetwork.PublicIPAddress { return r.Value })
-		}, now, m),
+		PublicIPs: NewPublicIPCache("publicips", c.NodeNetwork, ttl(cfg.PublicIPCacheTTLInSeconds, off), now, m),
 		ScaleSetPublicIPs: NewListCache("scalesetpublicips", ttl(cfg.PublicIPCacheTTLInSeconds, off), func(ctx context.Context, key string) ([]*armnetwork.PublicIPAddress, error) {
 			rg, vmss := splitScaleSetKey(key)
 			return collect(ctx, c.NodeNetwork.NewPublicIPAddressesClient().NewListVirtualMachineScaleSetPublicIPAddressesPager(rg, vmss, nil),
@@ -97,6 +97,20 @@ func newCaches(c *Clients, cfg *config.Config, now func() time.Time) *Caches {
 				})
 		}, now, m),
 	}
+	caches.NetworkPublicIPs = caches.PublicIPs
+	if !strings.EqualFold(cfg.NetworkSubscriptionID(), cfg.SubscriptionID) {
+		caches.NetworkPublicIPs = NewPublicIPCache("networkpublicips", c.Network, ttl(cfg.PublicIPCacheTTLInSeconds, off), now, m)
+	}
+	return caches
+}
+
+// NewPublicIPCache is a list cache of the public IPs of a resource group, listed with net (ttl
+// <= 0: every Get lists).
+func NewPublicIPCache(name string, net *armnetwork.ClientFactory, ttl time.Duration, now func() time.Time, m *Metrics) *ListCache[*armnetwork.PublicIPAddress] {
+	return NewListCache(name, ttl, func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
+		return collect(ctx, net.NewPublicIPAddressesClient().NewListPager(rg, nil),
+			func(r armnetwork.PublicIPAddressesClientListResponse) []*armnetwork.PublicIPAddress { return r.Value })
+	}, now, m)
 }
 
 // InvalidateScaleSet drops everything cached about one scale set (after a write to it or to
@@ -125,6 +139,7 @@ func (c *Caches) InvalidateAll() {
 	c.NICs.InvalidateAll()
 	c.ScaleSetNICs.InvalidateAll()
 	c.PublicIPs.InvalidateAll()
+	c.NetworkPublicIPs.InvalidateAll()
 	c.ScaleSetPublicIPs.InvalidateAll()
 }
 

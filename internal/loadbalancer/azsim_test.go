@@ -18,11 +18,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	armarm "github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
 const (
@@ -34,8 +38,25 @@ type env struct {
 	srv      *server.Server
 	net      *armnetwork.ClientFactory
 	lb       *LoadBalancer
+	placer   *multislb.Placer
 	recorder *record.FakeRecorder
-	cfg      *config.Config
+	// endpoints answers the placer's EndpointNodes (nil: not known).
+	endpoints multislb.EndpointNodesFunc
+	cfg       *config.Config
+}
+
+// build assembles the implementation on the env's azsim, as the CCM does (a fresh writer set:
+// nothing cached).
+func (e *env) build(t *testing.T, o BuildOptions) {
+	t.Helper()
+	o.Config, o.Recorder, o.Zones = e.cfg, e.recorder, []string{"1", "2", "3"}
+	o.Writers = writers.New(writers.Options{Network: e.net, PollFrequency: 20 * time.Millisecond})
+	o.PublicIPs = armarm.NewPublicIPCache("publicips", e.net, 0, nil, nil)
+	parts, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.lb, e.placer = parts.LoadBalancer, parts.Placer
 }
 
 func newEnv(t *testing.T, poolType string) *env {
@@ -78,12 +99,9 @@ func newEnv(t *testing.T, poolType string) *env {
 	cfg := &config.Config{SubscriptionID: topology.DefaultSubscriptionID, ResourceGroup: testRG, Location: "eastus",
 		VnetName: "vnet", SubnetName: "subnet", SecurityGroupName: "nsg", LoadBalancerSKU: config.LoadBalancerSKUStandard,
 		LoadBalancerBackendPoolConfigurationType: poolType}
-	rec := record.NewFakeRecorder(100)
-	l, err := New(Options{Config: cfg, Network: f, PollFrequency: 20 * time.Millisecond, Zones: []string{"1", "2", "3"}, Recorder: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{srv: srv, net: f, lb: l, recorder: rec, cfg: cfg}
+	e := &env{srv: srv, net: f, recorder: record.NewFakeRecorder(100), cfg: cfg}
+	e.build(t, BuildOptions{})
+	return e
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -139,8 +157,8 @@ func TestEnsurePublicServiceLifecycle(t *testing.T) {
 	ctx := ctxT(t)
 	svc := service("aaaaaaaa-0000-0000-0000-000000000001", "web", nil)
 	nodes := []*v1.Node{node("node-0", "10.240.0.4", nil), node("node-1", "10.240.0.5", nil),
-		node("cp-0", "10.240.0.10", map[string]string{LabelRoleControlPlane: ""}),
-		node("excluded", "10.240.0.11", map[string]string{LabelExcludeFromLB: "true"})}
+		node("cp-0", "10.240.0.10", map[string]string{membership.LabelRoleControlPlane: ""}),
+		node("excluded", "10.240.0.11", map[string]string{membership.LabelExcludeFromLB: "true"})}
 	st, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nodes)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,9 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
 // ipcEnv is azsim with an availability set, a Uniform and a Flexible scale set, and the load
@@ -86,13 +88,14 @@ func newIPCEnv(t *testing.T, topo *topology.Topology, cfgExtra string) *ipcEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(Options{Config: cfg, Network: clients.Network, PollFrequency: 20 * time.Millisecond, Zones: []string{"1", "2", "3"},
-		ListPublicIPs: clients.Caches.PublicIPs.Get, InvalidatePublicIPs: clients.Caches.PublicIPs.Invalidate,
-		Nodes: nodes.NewResolver(cfg, clients.Caches, nil), Compute: clients.Compute, NodeNetwork: clients.NodeNetwork, Caches: clients.Caches})
+	parts, err := Build(BuildOptions{Config: cfg, Zones: []string{"1", "2", "3"}, PublicIPs: clients.Caches.PublicIPs,
+		Writers: writers.New(writers.Options{Network: clients.Network, NodeNetwork: clients.NodeNetwork, Compute: clients.Compute,
+			PollFrequency: 20 * time.Millisecond}),
+		Nodes: nodes.NewResolver(cfg, clients.Caches, nil), Caches: clients.Caches})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ipcEnv{sim: sim, res: res, clients: clients, lb: l}
+	return &ipcEnv{sim: sim, res: res, clients: clients, lb: parts.LoadBalancer}
 }
 
 // machineNodes are the Nodes of every seeded machine, as the node controllers would have made
@@ -286,8 +289,8 @@ func TestNodeIPConfigurationPoolLifecycle(t *testing.T) {
 	if uni == nil || flex == nil || asNode == nil {
 		t.Fatalf("topology: %v %v %v", uni, flex, asNode)
 	}
-	uni.Labels[LabelExcludeFromLB] = "true"
-	asNode.Labels[LabelExcludeFromLB] = "true"
+	uni.Labels[membership.LabelExcludeFromLB] = "true"
+	asNode.Labels[membership.LabelExcludeFromLB] = "true"
 	if err := e.lb.UpdateLoadBalancer(ctx, testCluster, svc, all); err != nil {
 		t.Fatal(err)
 	}
@@ -295,8 +298,8 @@ func TestNodeIPConfigurationPoolLifecycle(t *testing.T) {
 		t.Fatalf("after exclude: %v", got)
 	}
 	// Label removed: back in.
-	delete(uni.Labels, LabelExcludeFromLB)
-	delete(asNode.Labels, LabelExcludeFromLB)
+	delete(uni.Labels, membership.LabelExcludeFromLB)
+	delete(asNode.Labels, membership.LabelExcludeFromLB)
 	if err := e.lb.UpdateLoadBalancer(ctx, testCluster, svc, all); err != nil {
 		t.Fatal(err)
 	}
@@ -581,8 +584,8 @@ func TestNodeIPConfigurationOutOfBandChange(t *testing.T) {
 
 	// Exclude both: the cached models are stale, the writes must conflict and be re-applied.
 	before := e.sim.Middleware().Stats()
-	asNode.Labels[LabelExcludeFromLB] = "true"
-	uni.Labels[LabelExcludeFromLB] = "true"
+	asNode.Labels[membership.LabelExcludeFromLB] = "true"
+	uni.Labels[membership.LabelExcludeFromLB] = "true"
 	if err := e.lb.UpdateLoadBalancer(ctx, testCluster, svc, all); err != nil {
 		t.Fatal(err)
 	}

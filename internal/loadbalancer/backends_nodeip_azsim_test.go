@@ -10,6 +10,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
 )
 
 // poolAddresses reads a nodeIP pool's addresses from azsim.
@@ -39,7 +40,7 @@ func TestNodeIPPoolsDualStackAndIPv6(t *testing.T) {
 	e := newEnv(t, config.BackendPoolNodeIP)
 	ctx := ctxT(t)
 	nodes := []*v1.Node{dualNode("node-0", "10.240.0.4", "fd00::4", nil), dualNode("node-1", "10.240.0.5", "fd00::5", nil),
-		dualNode("excluded", "10.240.0.6", "fd00::6", map[string]string{LabelExcludeFromLB: ""})}
+		dualNode("excluded", "10.240.0.6", "fd00::6", map[string]string{membership.LabelExcludeFromLB: ""})}
 
 	dual := service("abababab-0000-0000-0000-000000000001", "dual", nil)
 	pol := v1.IPFamilyPolicyRequireDualStack

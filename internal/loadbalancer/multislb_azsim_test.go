@@ -16,7 +16,10 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 )
 
 // multiEnv is an azsim environment with three load balancer configurations: the default, lb-a
@@ -31,12 +34,12 @@ func multiEnv(t *testing.T) (*env, cache.Indexer) {
 		{Name: "lb-b", PrimaryVMSet: "pool-b"},
 	}
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	l, err := New(Options{Config: e.cfg, Network: e.net, PollFrequency: e.lb.opts.PollFrequency, Zones: e.lb.opts.Zones,
-		Recorder: e.recorder, Services: corelisters.NewServiceLister(idx)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.lb = l
+	e.build(t, BuildOptions{Services: corelisters.NewServiceLister(idx), EndpointNodes: func(ns, name string) ([]string, bool) {
+		if e.endpoints == nil {
+			return nil, false
+		}
+		return e.endpoints(ns, name)
+	}})
 	return e, idx
 }
 
@@ -56,7 +59,7 @@ func (e *env) ensure(t *testing.T, ctx context.Context, idx cache.Indexer, svc *
 
 // holds reports whether the LB has rules of the service.
 func holds(lb *armnetwork.LoadBalancer, svc *v1.Service) bool {
-	return lb != nil && hasServiceObjects(lb, naming.ServiceLBName(svc.UID))
+	return lb != nil && plan.HasServiceObjects(lb, naming.ServiceLBName(svc.UID))
 }
 
 func (e *env) lbOrNil(t *testing.T, name string) *armnetwork.LoadBalancer {
@@ -73,7 +76,7 @@ func (e *env) lbOrNil(t *testing.T, name string) *armnetwork.LoadBalancer {
 
 func poolIPs(lb *armnetwork.LoadBalancer, pool string) []string {
 	var out []string
-	if p := findPool(lb, pool); p != nil && p.Properties != nil {
+	if p := backends.FindPool(lb, pool); p != nil && p.Properties != nil {
 		for _, a := range p.Properties.LoadBalancerBackendAddresses {
 			out = append(out, str(a.Properties.IPAddress))
 		}
@@ -134,7 +137,7 @@ func TestMultiSLBPlacementMoveAndNodes(t *testing.T) {
 	if !holds(e.lbOrNil(t, testCluster), s3) && !holds(e.lbOrNil(t, "lb-b"), s3) {
 		t.Fatal("s3 is on no load balancer")
 	}
-	if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, ReasonLoadBalancerMoved) }) {
+	if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, multislb.ReasonLoadBalancerMoved) }) {
 		t.Fatal("no LoadBalancerMoved event")
 	}
 
@@ -143,7 +146,7 @@ func TestMultiSLBPlacementMoveAndNodes(t *testing.T) {
 	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, bad, nodes); err == nil {
 		t.Fatal("no error for an unknown configuration")
 	}
-	if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, ReasonNoEligibleLoadBalancer) }) {
+	if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, multislb.ReasonNoEligibleLoadBalancer) }) {
 		t.Fatal("no NoEligibleLoadBalancer event")
 	}
 
@@ -203,7 +206,7 @@ func TestMultiSLBLocalPool(t *testing.T) {
 	ctx := ctxT(t)
 	nodes := []*v1.Node{node("n1", "10.240.0.11", nil), node("n2", "10.240.0.12", nil), node("n3", "10.240.0.13", nil)}
 	hosts := []string{"n2"}
-	e.lb.SetEndpointNodes(func(ns, name string) ([]string, bool) { return hosts, true })
+	e.endpoints = func(ns, name string) ([]string, bool) { return hosts, true }
 	svc := service("c1cccccc-0000-0000-0000-000000000000", "Loc", nil)
 	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 	svc.Spec.HealthCheckNodePort = 32000
@@ -219,21 +222,21 @@ func TestMultiSLBLocalPool(t *testing.T) {
 	}
 	// Endpoints move: the updater's entry point rewrites the pool from the full set.
 	hosts = []string{"n1", "n3"}
-	res, err := e.lb.SyncLocalPool(ctx, testCluster, svc, nodes)
-	if err != nil || res != LocalPoolUpdated {
+	res, err := e.placer.SyncLocalPool(ctx, testCluster, svc, nodes)
+	if err != nil || res != multislb.LocalPoolUpdated {
 		t.Fatalf("SyncLocalPool = %v, %v", res, err)
 	}
 	if got := poolIPs(e.lbOrNil(t, testCluster), "default-loc"); !slices.Equal(got, []string{"10.240.0.11", "10.240.0.13"}) {
 		t.Fatalf("local pool = %v", got)
 	}
-	if res, err := e.lb.SyncLocalPool(ctx, testCluster, svc, nodes); err != nil || res != LocalPoolUnchanged {
+	if res, err := e.placer.SyncLocalPool(ctx, testCluster, svc, nodes); err != nil || res != multislb.LocalPoolUnchanged {
 		t.Fatalf("second SyncLocalPool = %v, %v", res, err)
 	}
 	// Back to Cluster: the dedicated pool goes.
 	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
 	svc.Spec.HealthCheckNodePort = 0
 	e.ensure(t, ctx, idx, svc, nodes)
-	if findPool(e.lbOrNil(t, testCluster), "default-loc") != nil {
+	if backends.FindPool(e.lbOrNil(t, testCluster), "default-loc") != nil {
 		t.Fatal("dedicated pool left after the switch to Cluster")
 	}
 }
@@ -288,29 +291,35 @@ func TestMultiSLBBurstSpreads(t *testing.T) {
 	if def < n/4 || b < n/4 {
 		t.Fatalf("burst not spread: %s has %d rules, lb-b %d", testCluster, def, b)
 	}
-	if len(e.lb.multi.pending) != 0 {
-		t.Fatalf("pending placements left: %v", e.lb.multi.pending)
+	if n := e.placer.PendingRules(); n != 0 {
+		t.Fatalf("pending placements left: %d rules", n)
 	}
 }
 
 // Node placement is skipped when nothing it depends on changed, whatever the order of the
-// service controller's node list.
-func TestMultiSLBPlacementFingerprintIgnoresNodeOrder(t *testing.T) {
+// service controller's node list: no read, no write.
+func TestMultiSLBNodePlacementSettles(t *testing.T) {
 	e, idx := multiEnv(t)
 	ctx := ctxT(t)
 	nodes := []*v1.Node{node("n1", "10.240.0.11", nil), node("n2", "10.240.0.12", map[string]string{"lb": "a"}), node("n3", "10.240.0.13", nil)}
 	e.ensure(t, ctx, idx, service("e1eeeeee-0000-0000-0000-000000000000", "fp", nil), nodes)
-	if err := e.lb.placeNodes(ctx, testCluster, nodes); err != nil { // settles (reads every LB)
+	base := plan.NewCluster(e.cfg, testCluster, nil)
+	if err := e.placer.SyncNodes(ctx, base, nodes); err != nil { // settles (reads every LB)
 		t.Fatal(err)
 	}
-	filter := NodeFilter{ExcludeControlPlane: true, ResourceGroup: e.cfg.ResourceGroup}
-	a, okA := e.lb.placementFingerprint(testCluster, filter.Eligible(nodes), e.lb.cachedLBExists)
-	b, okB := e.lb.placementFingerprint(testCluster, filter.Eligible([]*v1.Node{nodes[2], nodes[0], nodes[1]}), e.lb.cachedLBExists)
-	if !okA || !okB || a != b || a != e.lb.multi.settled {
-		t.Fatalf("fingerprints %x (%v), %x (%v), settled %x: want one known value", a, okA, b, okB, e.lb.multi.settled)
+	before := e.srv.Middleware().Stats().Requests
+	if err := e.placer.SyncNodes(ctx, base, []*v1.Node{nodes[2], nodes[0], nodes[1]}); err != nil {
+		t.Fatal(err)
 	}
+	if after := e.srv.Middleware().Stats().Requests; fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a settled pass with the nodes reordered called ARM: %v → %v", before, after)
+	}
+	// A label change is a new input: the pass runs and moves n2 off lb-a.
 	relabelled := []*v1.Node{nodes[0], node("n2", "10.240.0.12", nil), nodes[2]}
-	if c, _ := e.lb.placementFingerprint(testCluster, filter.Eligible(relabelled), e.lb.cachedLBExists); c == a {
-		t.Fatal("a label change must change the fingerprint")
+	if err := e.placer.SyncNodes(ctx, base, relabelled); err != nil {
+		t.Fatal(err)
+	}
+	if got := poolIPs(e.lbOrNil(t, "lb-a"), testCluster); len(got) != 0 {
+		t.Fatalf("lb-a still holds %v after n2 lost its label", got)
 	}
 }

@@ -32,7 +32,7 @@ func TestReplacePublicIP(t *testing.T) {
 		{"deleting an unknown IP changes nothing", "zz", nil, []string{"a=1.1.1.1", "b=2.2.2.2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := names(ReplacePublicIP(list, tc.pip, tc.stored))
+			got := names(replacePublicIP(list, tc.pip, tc.stored))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}

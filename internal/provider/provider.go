@@ -1,14 +1,13 @@
 // Package provider implements cloudprovider.Interface for Azure on top of the configuration
 // (internal/config), the ARM access layer (internal/arm), node resolution (internal/nodes) and
-// the route table writer (internal/routes). The load balancer implementation plugs in through
-// SetLoadBalancerBuilder.
+// the process's Azure writers (internal/writers), which it builds once. The load balancer
+// implementation is given to New as a builder (Options.LoadBalancer).
 package provider
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"time"
@@ -23,9 +22,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
-	"github.com/azure-ccm/azure-ccm/internal/routes"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
 // ProviderName is the name to pass as --cloud-provider.
@@ -34,8 +34,10 @@ const ProviderName = "azure"
 // LoadBalancerDeps is what a load balancer implementation gets from the provider. It is built
 // after the cloud-provider app has called Initialize and SetInformers.
 type LoadBalancerDeps struct {
-	Config   *config.Config
-	Clients  *arm.Clients
+	Config  *config.Config
+	Clients *arm.Clients
+	// Writers are the process's Azure writers (one per resource).
+	Writers  *writers.Set
 	Nodes    *nodes.Resolver
 	Zones    []string
 	Kube     kubernetes.Interface
@@ -47,25 +49,6 @@ type LoadBalancerDeps struct {
 // LoadBalancerBuilder builds the cloudprovider.LoadBalancer implementation.
 type LoadBalancerBuilder func(LoadBalancerDeps) (cloudprovider.LoadBalancer, error)
 
-var (
-	lbBuilderMu sync.Mutex
-	lbBuilder   LoadBalancerBuilder
-)
-
-// SetLoadBalancerBuilder installs the load balancer implementation (called from main). Without
-// it LoadBalancer() reports false and the service controller does not run.
-func SetLoadBalancerBuilder(b LoadBalancerBuilder) {
-	lbBuilderMu.Lock()
-	defer lbBuilderMu.Unlock()
-	lbBuilder = b
-}
-
-func currentLBBuilder() LoadBalancerBuilder {
-	lbBuilderMu.Lock()
-	defer lbBuilderMu.Unlock()
-	return lbBuilder
-}
-
 // Options customise New.
 type Options struct {
 	// ARM options (transport, credential, environment ...).
@@ -74,6 +57,13 @@ type Options struct {
 	StartupBackoff time.Duration
 	// RouteGatherWindow overrides the route writer's batching window.
 	RouteGatherWindow time.Duration
+	// DisableWriteMerging makes every load balancer, NSG and public IP change its own
+	// read-modify-write (the burst benchmark's no-merging variants only).
+	DisableWriteMerging bool
+	// LoadBalancer builds the cloudprovider.LoadBalancer implementation, once, when the
+	// service controller (or another controller) first asks for it (nil: none, and the
+	// service controller does not run).
+	LoadBalancer LoadBalancerBuilder
 }
 
 // Cloud is the Azure cloud provider.
@@ -81,11 +71,14 @@ type Cloud struct {
 	Config   *config.Config
 	Clients  *arm.Clients
 	Resolver *nodes.Resolver
+	// Writers are the process's Azure writers: built here, once, and given to every part that
+	// writes Azure.
+	Writers *writers.Set
 
 	zonesMu sync.RWMutex
 	zones   map[string][]string
 
-	routeWriter *routes.Writer
+	lbBuilder LoadBalancerBuilder
 	// onPremRoutes remembers routes of on-prem nodes (name -> CIDR): nothing exists in Azure
 	// for them, but the route controller must see them as done.
 	onPremMu     sync.Mutex
@@ -102,19 +95,6 @@ type Cloud struct {
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
 var _ cloudprovider.InformerUser = (*Cloud)(nil)
-
-func init() {
-	cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
-		if r == nil {
-			return nil, fmt.Errorf("--cloud-config is required for the %s provider", ProviderName)
-		}
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return nil, err
-		}
-		return NewFromBytes(context.Background(), data, Options{})
-	})
-}
 
 var envLookup = os.Getenv
 
@@ -135,7 +115,7 @@ func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
 // Login and ARM failures are retried with exponential backoff, logging each failure, until ctx
 // ends: a transient outage delays start-up instead of crash-looping the CCM.
 func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
-	c := &Cloud{Config: cfg, onPremRoutes: map[string]cloudprovider.Route{}}
+	c := &Cloud{Config: cfg, onPremRoutes: map[string]cloudprovider.Route{}, lbBuilder: o.LoadBalancer}
 	if o.ARM.Credential == nil {
 		// Missing credentials are a configuration mistake: fail now instead of retrying.
 		if _, err := arm.ChooseAuthMethod(cfg); err != nil {
@@ -162,13 +142,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
 		}
 	}
 	c.Resolver = nodes.NewResolver(cfg, c.Clients.Caches, nodes.NewNodeMap())
-	if cfg.RouteTableName != "" {
-		c.routeWriter = routes.NewWriter(&routes.ARMStore{
-			Client:        c.Clients.Network.NewRouteTablesClient(),
-			ResourceGroup: cfg.RouteTableRG(), Name: cfg.RouteTableName, PollFrequency: c.Clients.PollFrequency,
-		}, routes.WriterOptions{Location: cfg.Location, GatherWindow: o.RouteGatherWindow,
-			CacheTTL: time.Duration(cfg.RouteTableCacheTTLInSeconds) * time.Second})
-	}
+	wo := writers.OptionsFor(cfg)
+	wo.Network, wo.NodeNetwork, wo.Compute = c.Clients.Network, c.Clients.NodeNetwork, c.Clients.Compute
+	wo.PollFrequency, wo.RouteGather, wo.DisableMerging = c.Clients.PollFrequency, o.RouteGatherWindow, o.DisableWriteMerging
+	c.Writers = writers.New(wo)
 	klog.InfoS("Azure cloud provider started", "cloud", c.Clients.Environment.Name, "resourceManager", c.Clients.Environment.ResourceManagerEndpoint,
 		"auth", c.Clients.AuthMethod, "subscription", cfg.SubscriptionID, "resourceGroup", cfg.ResourceGroup, "location", cfg.Location,
 		"vmType", cfg.VMType, "zones", c.RegionZones())
@@ -254,14 +231,14 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	}
 }
 
-// LoadBalancer returns the implementation installed with SetLoadBalancerBuilder.
+// LoadBalancer returns the implementation Options.LoadBalancer builds (on the first call).
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	b := currentLBBuilder()
+	b := c.lbBuilder
 	if b == nil {
 		return nil, false
 	}
 	c.lbOnce.Do(func() {
-		c.lb, c.lbErr = b(LoadBalancerDeps{Config: c.Config, Clients: c.Clients, Nodes: c.Resolver, Zones: c.RegionZones(),
+		c.lb, c.lbErr = b(LoadBalancerDeps{Config: c.Config, Clients: c.Clients, Writers: c.Writers, Nodes: c.Resolver, Zones: c.RegionZones(),
 			Kube: c.kube, Recorder: c.recorder, Informers: c.informers})
 		if c.lbErr != nil {
 			klog.ErrorS(c.lbErr, "Load balancer implementation could not be built; services of type LoadBalancer are not served")
@@ -287,10 +264,11 @@ func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
 // Routes is available when routeTableName is configured.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
-	if c.routeWriter == nil {
+	if c.Config.RouteTableName == "" {
 		return nil, false
 	}
-	return &routeProvider{c: c}, true
+	return &routeProvider{c: c, table: c.Writers.RouteTables.For(
+		azureid.RouteTable(c.Config.NetworkSubscriptionID(), c.Config.RouteTableRG(), c.Config.RouteTableName))}, true
 }
 
 // ProviderName returns "azure".

@@ -5,21 +5,32 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/azure-ccm/azure-ccm/internal/routes"
+	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
-// routeProvider implements cloudprovider.Routes over the route table writer.
-type routeProvider struct{ c *Cloud }
+// routeProvider implements cloudprovider.Routes over the route table's writer: every
+// concurrent create and delete of the route controller shares one read-modify-write.
+type routeProvider struct {
+	c     *Cloud
+	table *writer.Writer[armnetwork.RouteTable]
+}
 
-// ListRoutes returns the routes of the table plus the remembered routes of on-prem nodes.
+// ListRoutes returns the routes of the table (from the writer's cache while fresh; its own PUTs
+// refresh it) plus the remembered routes of on-prem nodes.
 func (r *routeProvider) ListRoutes(ctx context.Context, clusterName string) ([]*cloudprovider.Route, error) {
-	rs, err := r.c.routeWriter.List(ctx)
+	table, err := r.table.Peek(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing routes of route table %s: %w", r.c.Config.RouteTableName, err)
+	}
+	var rs []*armnetwork.Route
+	if table != nil && table.Properties != nil {
+		rs = table.Properties.Routes
 	}
 	var out []*cloudprovider.Route
 	for _, rt := range rs {
@@ -56,7 +67,7 @@ func (r *routeProvider) CreateRoute(ctx context.Context, clusterName, nameHint s
 	if err != nil {
 		return err
 	}
-	return r.c.routeWriter.Submit(ctx, routes.Op{Node: node, CIDR: route.DestinationCIDR, NextHop: hop})
+	return r.submit(ctx, routes.Op{Node: node, CIDR: route.DestinationCIDR, NextHop: hop})
 }
 
 // DeleteRoute removes a route (and the node's legacy route without CIDR suffix).
@@ -73,7 +84,14 @@ func (r *routeProvider) DeleteRoute(ctx context.Context, clusterName string, rou
 	if onPrem {
 		return nil
 	}
-	return r.c.routeWriter.Submit(ctx, routes.Op{Delete: true, Node: node, CIDR: route.DestinationCIDR, Name: name})
+	return r.submit(ctx, routes.Op{Delete: true, Node: node, CIDR: route.DestinationCIDR, Name: name})
+}
+
+func (r *routeProvider) submit(ctx context.Context, op routes.Op) error {
+	if _, err := r.table.Submit(ctx, routes.Change(r.c.Config.Location, op)); err != nil {
+		return fmt.Errorf("route table %s: %w", r.c.Config.RouteTableName, err)
+	}
+	return nil
 }
 
 // nextHop finds the node's IP of the CIDR's family: from the route's node addresses, the

@@ -1,6 +1,6 @@
-// Package routes manages the cluster route table: pure naming and planning, and one writer per
-// table that batches every pending node change into one read-modify-write (one PUT with
-// If-Match per batch, re-read and re-applied on 412).
+// Package routes plans the cluster route table: the existing provider's route names and the
+// edit of the table for node changes (Apply), as a mutation for the table's group-commit writer
+// (Change), which puts every pending node change into one read-modify-write.
 package routes
 
 import (

@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -13,6 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
 func TestName(t *testing.T) {
@@ -77,7 +80,7 @@ func TestApply(t *testing.T) {
 	}
 }
 
-// fakeStore is an in-memory route table with ETags.
+// fakeStore is an in-memory route table with ETags (a writer.Store).
 type fakeStore struct {
 	mu       sync.Mutex
 	rt       *armnetwork.RouteTable
@@ -89,20 +92,17 @@ type fakeStore struct {
 	ifMatch  []string
 }
 
-func (s *fakeStore) Get(context.Context) (*armnetwork.RouteTable, error) {
+func (s *fakeStore) Get(context.Context) (*armnetwork.RouteTable, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gets++
 	if s.rt == nil {
-		return nil, nil
+		return nil, "", nil
 	}
-	cp := *s.rt
-	props := *s.rt.Properties
-	cp.Properties = &props
-	return &cp, nil
+	return writer.DeepCopy(s.rt), *s.rt.Etag, nil
 }
 
-func (s *fakeStore) Put(_ context.Context, rt armnetwork.RouteTable, ifMatch string) (*armnetwork.RouteTable, error) {
+func (s *fakeStore) Put(_ context.Context, rt *armnetwork.RouteTable, ifMatch string) (*armnetwork.RouteTable, string, error) {
 	if s.putGate != nil {
 		<-s.putGate
 	}
@@ -116,36 +116,49 @@ func (s *fakeStore) Put(_ context.Context, rt armnetwork.RouteTable, ifMatch str
 		s.version++
 		s.rt.Etag = to.Ptr(strconv.Itoa(s.version))
 		s.rt.Properties.Routes = append(s.rt.Properties.Routes, route("other____1", "10.9.0.0/24", "10.0.0.99"))
-		return nil, &azcore.ResponseError{StatusCode: http.StatusPreconditionFailed, ErrorCode: "PreconditionFailed"}
+		return nil, "", &azcore.ResponseError{StatusCode: http.StatusPreconditionFailed, ErrorCode: "PreconditionFailed"}
 	}
 	cur := ""
 	if s.rt != nil {
 		cur = *s.rt.Etag
 	}
 	if ifMatch != cur {
-		return nil, &azcore.ResponseError{StatusCode: http.StatusPreconditionFailed}
+		return nil, "", &azcore.ResponseError{StatusCode: http.StatusPreconditionFailed}
 	}
 	s.version++
-	rt.Etag = to.Ptr(strconv.Itoa(s.version))
-	s.rt = &rt
-	return &rt, nil
+	stored := writer.DeepCopy(rt)
+	stored.Etag = to.Ptr(strconv.Itoa(s.version))
+	s.rt = stored
+	return writer.DeepCopy(stored), *stored.Etag, nil
 }
 
-func TestWriterCreatesTableAndBatches(t *testing.T) {
+func (s *fakeStore) Delete(context.Context, string) error {
+	return errors.New("route tables are never deleted")
+}
+
+func newWriter(store *fakeStore, o writer.Options[armnetwork.RouteTable]) *writer.Writer[armnetwork.RouteTable] {
+	if o.CacheTTL == 0 {
+		o.CacheTTL = time.Minute
+	}
+	return writer.New[armnetwork.RouteTable](store, o)
+}
+
+func TestChangeCreatesTableAndBatches(t *testing.T) {
 	store := &fakeStore{putGate: make(chan struct{})}
-	w := NewWriter(store, WriterOptions{Location: "eastus", GatherWindow: -1})
+	w := newWriter(store, writer.Options[armnetwork.RouteTable]{})
 	ctx := context.Background()
 	errs := make(chan error, 20)
-	go func() { errs <- w.Submit(ctx, Op{Node: "n0", CIDR: "10.244.0.0/24", NextHop: "10.0.0.10"}) }()
-	// While the first PUT is in flight, 10 more changes arrive...
-	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.pending) == 0 && w.running })
-	for i := 1; i <= 10; i++ {
-		i := i
-		go func() {
-			errs <- w.Submit(ctx, Op{Node: fmt.Sprintf("n%d", i), CIDR: fmt.Sprintf("10.244.%d.0/24", i), NextHop: fmt.Sprintf("10.0.0.%d", 10+i)})
-		}()
+	submit := func(op Op) {
+		_, err := w.Submit(ctx, Change("eastus", op))
+		errs <- err
 	}
-	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.pending) == 10 })
+	go submit(Op{Node: "n0", CIDR: "10.244.0.0/24", NextHop: "10.0.0.10"})
+	// While the first PUT (the table's creation) is in flight, 10 more changes arrive...
+	waitFor(t, func() bool { store.mu.Lock(); defer store.mu.Unlock(); return store.gets == 1 && w.Pending() == 0 })
+	for i := 1; i <= 10; i++ {
+		go submit(Op{Node: fmt.Sprintf("n%d", i), CIDR: fmt.Sprintf("10.244.%d.0/24", i), NextHop: fmt.Sprintf("10.0.0.%d", 10+i)})
+	}
+	waitFor(t, func() bool { return w.Pending() == 10 })
 	close(store.putGate)
 	for i := 0; i < 11; i++ {
 		if err := <-errs; err != nil {
@@ -159,9 +172,12 @@ func TestWriterCreatesTableAndBatches(t *testing.T) {
 	if store.ifMatch[0] != "" || store.ifMatch[1] != "1" {
 		t.Fatalf("If-Match sequence %v", store.ifMatch)
 	}
-	routes, err := w.List(ctx)
-	if err != nil || len(routes) != 11 {
-		t.Fatalf("list: %d %v", len(routes), err)
+	if loc := *store.rt.Location; loc != "eastus" {
+		t.Fatalf("table created in %q", loc)
+	}
+	rt, err := w.Peek(ctx)
+	if err != nil || len(rt.Properties.Routes) != 11 {
+		t.Fatalf("list: %v %v", rt, err)
 	}
 	// The writer's own PUT refreshed the cache: no GET after the first.
 	if store.gets != 1 {
@@ -169,11 +185,11 @@ func TestWriterCreatesTableAndBatches(t *testing.T) {
 	}
 }
 
-func TestWriterRereadsOn412(t *testing.T) {
+func TestChangeRereadsOn412(t *testing.T) {
 	store := &fakeStore{rt: &armnetwork.RouteTable{Etag: to.Ptr("0"), Location: to.Ptr("eastus"),
 		Properties: &armnetwork.RouteTablePropertiesFormat{}}, conflict: 1}
-	w := NewWriter(store, WriterOptions{GatherWindow: -1})
-	if err := w.Submit(context.Background(), Op{Node: "n1", CIDR: "10.244.1.0/24", NextHop: "10.0.0.1"}); err != nil {
+	w := newWriter(store, writer.Options[armnetwork.RouteTable]{})
+	if _, err := w.Submit(context.Background(), Change("eastus", Op{Node: "n1", CIDR: "10.244.1.0/24", NextHop: "10.0.0.1"})); err != nil {
 		t.Fatal(err)
 	}
 	if store.puts != 2 || store.gets != 2 {
@@ -184,20 +200,11 @@ func TestWriterRereadsOn412(t *testing.T) {
 		t.Fatalf("the other writer's route was lost or ours not applied: %v", got)
 	}
 	// No change: no PUT.
-	if err := w.Submit(context.Background(), Op{Node: "n1", CIDR: "10.244.1.0/24", NextHop: "10.0.0.1"}); err != nil {
+	if _, err := w.Submit(context.Background(), Change("eastus", Op{Node: "n1", CIDR: "10.244.1.0/24", NextHop: "10.0.0.1"})); err != nil {
 		t.Fatal(err)
 	}
 	if store.puts != 2 {
 		t.Fatalf("no-op batch wrote: %d", store.puts)
-	}
-}
-
-func TestWriterGivesUpAfterMaxAttempts(t *testing.T) {
-	store := &fakeStore{rt: &armnetwork.RouteTable{Etag: to.Ptr("0"), Properties: &armnetwork.RouteTablePropertiesFormat{}}, conflict: 100}
-	w := NewWriter(store, WriterOptions{GatherWindow: -1, MaxAttempts: 3})
-	err := w.Submit(context.Background(), Op{Node: "n1", CIDR: "10.244.1.0/24", NextHop: "10.0.0.1"})
-	if err == nil || store.puts != 3 {
-		t.Fatalf("err=%v puts=%d", err, store.puts)
 	}
 }
 

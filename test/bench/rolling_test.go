@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/test/bench/report"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )

@@ -21,7 +21,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
-	sgcontroller "github.com/azure-ccm/azure-ccm/internal/servicegateway/controller"
+	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )

@@ -1,12 +1,13 @@
-// Package adminstate is the admin-state controller (seed 000 part 3): while a node carries a
+// Package adminstate is the admin-state controller: while a node carries a
 // draining taint (node.kubernetes.io/out-of-service or
 // cloudprovider.azure.microsoft.com/draining=spot-eviction) every backend entry of the node on
 // every cluster load balancer gets admin state Down, so new flows stop at once instead of after
 // failed probes; when the taints go, the entries return to None. The first PreemptScheduled
 // event of a node adds the draining taint. The controller has its own rate-limited queue,
-// independent of the service controller, and writes pools through the load balancer's
-// group-commit pool writers, so many nodes draining at once cost one PUT per pool and its
-// writes never conflict with service reconciles. The decisions are internal/adminstate's.
+// independent of the service controller, and writes pools through their load balancers'
+// group-commit writers (the ones the service reconciles use), so many nodes draining at once
+// cost one PUT per pool and its writes never conflict with service reconciles. The decisions
+// are package planner's.
 package adminstate
 
 import (
@@ -33,9 +34,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/writer"
+	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
 // Event reasons on the Node.
@@ -46,15 +48,8 @@ const (
 	ReasonTainted  = "SpotEvictionTainted"
 )
 
-// Pools is what the controller needs from the load balancer implementation
-// (*loadbalancer.LoadBalancer, see internal/loadbalancer/adminstate_hook.go).
-type Pools interface {
-	PoolWriters() *writer.Registry[armnetwork.BackendAddressPool]
-	LoadBalancerWriters() *writer.Registry[armnetwork.LoadBalancer]
-	ClusterLoadBalancerIDs(clusterName string) []string
-}
-
-// Options configure the controller. ClusterName, Kube, Nodes and Pools are required.
+// Options configure the controller. ClusterName, Kube, Nodes, LoadBalancers and
+// LoadBalancerIDs are required.
 type Options struct {
 	ClusterName string
 	Kube        kubernetes.Interface
@@ -62,7 +57,11 @@ type Options struct {
 	// Events is an informer of PreemptScheduled events of nodes (see EventsInformer); nil
 	// disables the spot-eviction path.
 	Events coreinformers.EventInformer
-	Pools  Pools
+	// LoadBalancers are the process's load balancer writers; a backend pool is written
+	// through its load balancer's.
+	LoadBalancers *writer.Registry[armnetwork.LoadBalancer]
+	// LoadBalancerIDs are every load balancer the cluster may have (plan.LoadBalancerIDs).
+	LoadBalancerIDs []string
 	// Recorder receives the Node events (optional).
 	Recorder record.EventRecorder
 	// Workers processing the queue (default 8; they mostly wait for a pool round).
@@ -117,8 +116,8 @@ type Controller struct {
 
 // New builds the controller and registers its informer handlers.
 func New(o Options) (*Controller, error) {
-	if o.ClusterName == "" || o.Kube == nil || o.Nodes == nil || o.Pools == nil {
-		return nil, errors.New("adminstate: ClusterName, Kube, Nodes and Pools are required")
+	if o.ClusterName == "" || o.Kube == nil || o.Nodes == nil || o.LoadBalancers == nil || len(o.LoadBalancerIDs) == 0 {
+		return nil, errors.New("adminstate: ClusterName, Kube, Nodes, LoadBalancers and LoadBalancerIDs are required")
 	}
 	if o.Workers <= 0 {
 		o.Workers = 8
@@ -365,12 +364,10 @@ type poolRef struct {
 func poolNames(ps []poolRef) []string {
 	out := make([]string, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, lastSegment(p.LBID)+"/"+p.Name)
+		out = append(out, azureid.Name(p.LBID)+"/"+p.Name)
 	}
 	return out
 }
-
-func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
 
 // clusterPools lists the cluster's backend pools (IPv4 and IPv6) on every cluster load
 // balancer that exists, from the load balancer writers (their cache while fresh).
@@ -380,10 +377,10 @@ func (c *Controller) clusterPools(ctx context.Context) ([]poolRef, error) {
 		names[strings.ToLower(naming.BackendPoolName(c.o.ClusterName, f))] = true
 	}
 	var out []poolRef
-	for _, id := range c.o.Pools.ClusterLoadBalancerIDs(c.o.ClusterName) {
-		lb, err := c.o.Pools.LoadBalancerWriters().For(id).Get(ctx)
+	for _, id := range c.o.LoadBalancerIDs {
+		lb, err := c.o.LoadBalancers.For(id).Peek(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("load balancer %s: %w", lastSegment(id), err)
+			return nil, fmt.Errorf("load balancer %s: %w", azureid.Name(id), err)
 		}
 		if lb == nil || lb.Properties == nil {
 			continue
@@ -441,36 +438,46 @@ func (c *Controller) updatePools(ctx context.Context, pools []poolRef, applied f
 	return errors.Join(errs...)
 }
 
-// updatePool runs one round on a pool: a fresh read (the pool may have changed outside this
-// process, e.g. NIC-based membership), the level-triggered edit, a PUT when it changed.
+// updatePool runs one round on a pool: a fresh read of its load balancer (the pool may have
+// changed outside this process, e.g. NIC-based membership), the level-triggered edit, a pool PUT
+// when it changed.
 func (c *Controller) updatePool(ctx context.Context, p poolRef, applied func()) error {
 	start := time.Now()
-	w := c.o.Pools.PoolWriters().For(p.ID)
+	w := c.o.LoadBalancers.For(p.LBID)
 	w.Invalidate()
 	var changes []planner.Change
-	_, err := w.Submit(ctx, func(cur *armnetwork.BackendAddressPool) (*armnetwork.BackendAddressPool, error) {
+	_, err := w.SubmitChild(ctx, p.Name, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
 		applied()
-		if cur == nil {
-			changes = nil
-			return nil, nil
+		changes = nil
+		if pool := findPool(cur, p.Name); pool != nil {
+			changes = planner.Apply(pool, members(c.nodes, pool))
 		}
-		changes = planner.Apply(cur, c.Members(cur))
 		return cur, nil
 	})
 	latency.WithLabelValues("update_pool").Observe(time.Since(start).Seconds())
 	if err != nil {
 		operations.WithLabelValues("update_pool", "error").Inc()
 		countError("update_pool", err)
-		return fmt.Errorf("backend pool %s of load balancer %s: %w", p.Name, lastSegment(p.LBID), err)
+		return fmt.Errorf("backend pool %s of load balancer %s: %w", p.Name, azureid.Name(p.LBID), err)
 	}
 	if len(changes) == 0 {
 		operations.WithLabelValues("update_pool", "unchanged").Inc()
 		return nil
 	}
 	operations.WithLabelValues("update_pool", "success").Inc()
-	// The pool write changed the load balancer's ETag and content.
-	c.o.Pools.LoadBalancerWriters().For(p.LBID).Invalidate()
 	c.report(p, changes)
+	return nil
+}
+
+func findPool(lb *armnetwork.LoadBalancer, name string) *armnetwork.BackendAddressPool {
+	if lb == nil || lb.Properties == nil {
+		return nil
+	}
+	for _, p := range lb.Properties.BackendAddressPools {
+		if p != nil && strings.EqualFold(str(p.Name), name) {
+			return p
+		}
+	}
 	return nil
 }
 
@@ -486,7 +493,7 @@ func (c *Controller) report(p poolRef, changes []planner.Change) {
 		nodes = append(nodes, n)
 	}
 	sort.Strings(nodes)
-	klog.InfoS("Backend admin state updated", "loadBalancer", lastSegment(p.LBID), "pool", p.Name, "nodes", nodes, "entries", len(changes))
+	klog.InfoS("Backend admin state updated", "loadBalancer", azureid.Name(p.LBID), "pool", p.Name, "nodes", nodes, "entries", len(changes))
 	if c.o.Recorder == nil {
 		return
 	}
@@ -503,18 +510,18 @@ func (c *Controller) report(p poolRef, changes []planner.Change) {
 		to := chs[0].To
 		if to == planner.Down {
 			c.o.Recorder.Eventf(n, v1.EventTypeNormal, ReasonDown, "Backend entries %s of pool %s on load balancer %s set to admin state Down (draining taints: %s)",
-				strings.Join(entries, ", "), p.Name, lastSegment(p.LBID), strings.Join(planner.DrainingTaints(n), ", "))
+				strings.Join(entries, ", "), p.Name, azureid.Name(p.LBID), strings.Join(planner.DrainingTaints(n), ", "))
 		} else {
 			c.o.Recorder.Eventf(n, v1.EventTypeNormal, ReasonRestored, "Backend entries %s of pool %s on load balancer %s restored to admin state None",
-				strings.Join(entries, ", "), p.Name, lastSegment(p.LBID))
+				strings.Join(entries, ", "), p.Name, azureid.Name(p.LBID))
 		}
 	}
 }
 
-// Members are all known nodes with their desired state, matched to pool's NIC-based members
+// members are all known nodes with their desired state, matched to pool's NIC-based members
 // through their providerID (scale set instances).
-func (c *Controller) Members(pool *armnetwork.BackendAddressPool) []planner.Member {
-	nodes, err := c.nodes.List(labels.Everything())
+func members(lister corelisters.NodeLister, pool *armnetwork.BackendAddressPool) []planner.Member {
+	nodes, err := lister.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
@@ -539,10 +546,13 @@ func (c *Controller) Members(pool *armnetwork.BackendAddressPool) []planner.Memb
 	return out
 }
 
-// PoolEntriesHook is the hook for the load balancer's membership writes (see
-// loadbalancer.PoolEntriesHook): it gives entries the admin state of their node.
-func (c *Controller) PoolEntriesHook(pool *armnetwork.BackendAddressPool) {
-	planner.Apply(pool, c.Members(pool))
+// PoolEntries is the edit the load balancer's membership writes run on a pool they are about to
+// write: entries get the admin state of their node, so a new entry of a draining node is
+// written Down at once instead of None.
+func PoolEntries(nodes corelisters.NodeLister) func(pool *armnetwork.BackendAddressPool) {
+	return func(pool *armnetwork.BackendAddressPool) {
+		planner.Apply(pool, members(nodes, pool))
+	}
 }
 
 // resync checks every cluster pool (as the load balancer writers know it) against the desired
@@ -555,14 +565,14 @@ func (c *Controller) resync(ctx context.Context) {
 	}
 	now := c.o.Now()
 	for _, lbPools := range groupByLB(pools) {
-		lb, err := c.o.Pools.LoadBalancerWriters().For(lbPools[0].LBID).Get(ctx)
+		lb, err := c.o.LoadBalancers.For(lbPools[0].LBID).Peek(ctx)
 		if err != nil || lb == nil || lb.Properties == nil {
 			continue
 		}
 		var drifted []string
 		for _, p := range lbPools {
 			for _, inline := range lb.Properties.BackendAddressPools {
-				if inline != nil && strings.EqualFold(str(inline.Name), p.Name) && planner.NeedsWrite(inline, c.Members(inline)) {
+				if inline != nil && strings.EqualFold(str(inline.Name), p.Name) && planner.NeedsWrite(inline, members(c.nodes, inline)) {
 					drifted = append(drifted, p.Name)
 				}
 			}
@@ -570,7 +580,7 @@ func (c *Controller) resync(ctx context.Context) {
 		if len(drifted) == 0 {
 			continue
 		}
-		lbName := lastSegment(lbPools[0].LBID)
+		lbName := azureid.Name(lbPools[0].LBID)
 		klog.InfoS("Admin-state resync: pools drifted from the desired state", "loadBalancer", lbName, "pools", drifted)
 		f := c.flusherFor(lbPools)
 		go func() {

@@ -23,12 +23,15 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
-	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
+	azarm "github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
 const (
@@ -42,6 +45,7 @@ type testEnv struct {
 	pools    *armnetwork.LoadBalancerBackendAddressPoolsClient
 	lbs      *armnetwork.LoadBalancersClient
 	lb       *loadbalancer.LoadBalancer
+	writers  *writers.Set
 	kube     *fake.Clientset
 	ctrl     *Controller
 	recorder *record.FakeRecorder
@@ -112,34 +116,40 @@ func newTestEnvWith(t *testing.T, n int, o Options, edit func(*config.Config)) *
 	if edit != nil {
 		edit(cfg)
 	}
-	lb, err := loadbalancer.New(loadbalancer.Options{Config: cfg, Network: f, PollFrequency: 20 * time.Millisecond, Zones: []string{"1", "2", "3"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &testEnv{t: t, srv: srv, pools: f.NewLoadBalancerBackendAddressPoolsClient(), lbs: f.NewLoadBalancersClient(), lb: lb, updates: map[string]int{}}
+	e := &testEnv{t: t, srv: srv, pools: f.NewLoadBalancerBackendAddressPoolsClient(), lbs: f.NewLoadBalancersClient(), updates: map[string]int{}}
 	var objs []runtime.Object
 	for i := 0; i < n; i++ {
 		nd := testNode(i)
 		e.nodes = append(e.nodes, nd)
 		objs = append(objs, nd)
 	}
+	e.kube = fake.NewSimpleClientset(objs...)
+	factory := informers.NewSharedInformerFactory(e.kube, 0)
+	// The load balancer's membership writes keep draining nodes Down, as in the CCM.
+	e.writers = writers.New(writers.Options{Network: f, PollFrequency: 20 * time.Millisecond})
+	parts, err := loadbalancer.Build(loadbalancer.BuildOptions{Config: cfg, Writers: e.writers, Zones: []string{"1", "2", "3"},
+		PublicIPs:   azarm.NewPublicIPCache("publicips", f, 0, nil, nil),
+		PoolEntries: PoolEntries(factory.Core().V1().Nodes().Lister())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.lb = parts.LoadBalancer
 	for i, svc := range []*v1.Service{dualStackService("11111111-1111-1111-1111-111111111111", "web", nil),
 		dualStackService("22222222-2222-2222-2222-222222222222", "internal", map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "true"})} {
-		if _, err := lb.EnsureLoadBalancer(ctxT(t), testCluster, svc, e.nodes); err != nil {
+		if _, err := e.lb.EnsureLoadBalancer(ctxT(t), testCluster, svc, e.nodes); err != nil {
 			t.Fatalf("service %d: %v", i, err)
 		}
 	}
 
-	e.kube = fake.NewSimpleClientset(objs...)
 	e.kube.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		e.mu.Lock()
 		e.updates[a.(k8stesting.UpdateAction).GetObject().(*v1.Node).Name]++
 		e.mu.Unlock()
 		return false, nil, nil
 	})
-	factory := informers.NewSharedInformerFactory(e.kube, 0)
 	e.recorder = record.NewFakeRecorder(1000)
-	o.ClusterName, o.Kube, o.Pools, o.Recorder = testCluster, e.kube, lb, e.recorder
+	o.ClusterName, o.Kube, o.Recorder = testCluster, e.kube, e.recorder
+	o.LoadBalancers, o.LoadBalancerIDs = e.writers.LoadBalancers, plan.LoadBalancerIDs(cfg, testCluster)
 	o.Nodes, o.Events = factory.Core().V1().Nodes(), factory.Core().V1().Events()
 	if o.RetryBase == 0 {
 		o.RetryBase = 20 * time.Millisecond
@@ -149,7 +159,6 @@ func newTestEnvWith(t *testing.T, n int, o Options, edit func(*config.Config)) *
 		t.Fatal(err)
 	}
 	e.ctrl = c
-	lb.SetPoolEntriesHook(c.PoolEntriesHook)
 	factory.Start(ctx.Done())
 	go c.Run(ctx)
 	return e
@@ -478,7 +487,7 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Placing the services read lb2 before it existed: drop that cached answer, as its TTL would.
-	e.lb.LoadBalancerWriters().For(*created.ID).Invalidate()
+	e.writers.LoadBalancers.For(*created.ID).Invalidate()
 	lb2 := func() map[string]string {
 		resp, err := e.pools.Get(ctxT(t), testRG, "lb2", testCluster, nil)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	planner "github.com/azure-ccm/azure-ccm/internal/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 )
 
 // ReasonPreemptScheduled is the reason of the event announcing a Spot VM eviction.

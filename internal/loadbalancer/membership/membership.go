@@ -12,6 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 )
 
 // Kind is the kind of resource that holds an ip configuration.
@@ -48,29 +50,24 @@ type Ref struct {
 // ParseIPConfigID parses the ID of a NIC ip configuration or of a Uniform scale set instance's
 // ip configuration.
 func ParseIPConfigID(id string) (Ref, error) {
-	parts := strings.Split(strings.TrimPrefix(id, "/"), "/")
-	idx := func(seg string) int {
-		for i := 0; i+1 < len(parts); i++ {
-			if strings.EqualFold(parts[i], seg) {
-				return i
-			}
-		}
-		return -1
-	}
-	rg, nicI, cfgI := idx("resourceGroups"), idx("networkInterfaces"), idx("ipConfigurations")
-	if rg < 0 || nicI < 0 || cfgI != nicI+2 || cfgI+2 != len(parts) {
+	cfg, err := azureid.Parse(id)
+	if err != nil || cfg.Parent == nil || !strings.EqualFold(cfg.ResourceType.Type, "networkInterfaces/ipConfigurations") &&
+		!strings.EqualFold(cfg.ResourceType.Type, "virtualMachineScaleSets/virtualMachines/networkInterfaces/ipConfigurations") {
 		return Ref{}, fmt.Errorf("not an ip configuration ID: %q", id)
 	}
-	r := Ref{ID: id, ResourceGroup: parts[rg+1], NIC: parts[nicI+1], IPConfig: parts[cfgI+1]}
-	if ss, vm := idx("virtualMachineScaleSets"), idx("virtualMachines"); ss >= 0 && vm == ss+2 && nicI == vm+2 {
-		r.Kind, r.ScaleSet, r.InstanceID = KindScaleSetVM, parts[ss+1], parts[vm+1]
-		r.Owner = "/" + strings.Join(parts[:vm+2], "/")
-		return r, nil
-	}
-	if nicI < 2 || !strings.EqualFold(parts[nicI-1], "Microsoft.Network") {
+	nic := cfg.Parent
+	r := Ref{ID: id, ResourceGroup: cfg.ResourceGroupName, NIC: nic.Name, IPConfig: cfg.Name}
+	// The owner keeps the casing of id (the parser canonicalises the fixed segments).
+	lower := strings.ToLower(id)
+	switch vm := nic.Parent; {
+	case strings.EqualFold(nic.ResourceType.String(), "Microsoft.Network/networkInterfaces"):
+		r.Kind, r.Owner = KindNIC, id[:strings.LastIndex(lower, "/ipconfigurations/")]
+	case vm != nil && strings.EqualFold(vm.ResourceType.String(), "Microsoft.Compute/virtualMachineScaleSets/virtualMachines") && vm.Parent != nil:
+		r.Kind, r.ScaleSet, r.InstanceID = KindScaleSetVM, vm.Parent.Name, vm.Name
+		r.Owner = id[:strings.LastIndex(lower, "/networkinterfaces/")]
+	default:
 		return Ref{}, fmt.Errorf("not a NIC or scale set VM ip configuration ID: %q", id)
 	}
-	r.Kind, r.Owner = KindNIC, "/"+strings.Join(parts[:nicI+2], "/")
 	return r, nil
 }
 

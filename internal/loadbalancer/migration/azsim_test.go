@@ -27,6 +27,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/migration"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
 const (
@@ -181,14 +182,15 @@ func newEstate(t *testing.T, external, internal int, lro time.Duration) *estate 
 func (e *estate) options(t *testing.T, rec record.EventRecorder) migration.Options {
 	t.Helper()
 	resolver := nodes.NewResolver(e.cfg, e.clients.Caches, nil)
-	l, err := loadbalancer.New(loadbalancer.Options{Config: e.cfg, Network: e.clients.Network, PollFrequency: 20 * time.Millisecond,
-		Recorder: rec, ListPublicIPs: e.clients.Caches.PublicIPs.Get, InvalidatePublicIPs: e.clients.Caches.PublicIPs.Invalidate,
-		Nodes: resolver, Compute: e.clients.Compute, NodeNetwork: e.clients.NodeNetwork, Caches: e.clients.Caches})
+	ws := writers.New(writers.Options{Network: e.clients.Network, NodeNetwork: e.clients.NodeNetwork, Compute: e.clients.Compute,
+		PollFrequency: 20 * time.Millisecond})
+	parts, err := loadbalancer.Build(loadbalancer.BuildOptions{Config: e.cfg, Writers: ws, PublicIPs: e.clients.Caches.PublicIPs,
+		Recorder: rec, Nodes: resolver, Caches: e.clients.Caches})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return migration.Options{Config: e.cfg, ClusterName: cluster, Network: e.clients.Network, NodeNetwork: e.clients.NodeNetwork,
-		Compute: e.clients.Compute, Kube: e.kube, Recorder: rec, LoadBalancer: l, PollFrequency: 20 * time.Millisecond,
+	return migration.Options{Config: e.cfg, ClusterName: cluster, Network: e.clients.Network, Compute: e.clients.Compute,
+		Writers: ws, Kube: e.kube, Recorder: rec, LoadBalancer: parts.LoadBalancer,
 		Backoff: 50 * time.Millisecond,
 		VMSetOf: func(ctx context.Context, n *v1.Node) (string, error) {
 			inst, err := resolver.Instance(ctx, n)

@@ -21,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
@@ -474,7 +475,7 @@ func serviceFrontends(lb *armnetwork.LoadBalancer, svcName string) []*armnetwork
 	if lb.Properties != nil {
 		for _, r := range lb.Properties.LoadBalancingRules {
 			if naming.OwnedByService(svcName, str(r.Name)) && r.Properties != nil && r.Properties.FrontendIPConfiguration != nil {
-				used[strings.ToLower(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)))] = true
+				used[strings.ToLower(azureid.Name(str(r.Properties.FrontendIPConfiguration.ID)))] = true
 			}
 		}
 	}
@@ -553,8 +554,6 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
-
 func str(p *string) string {
 	if p == nil {
 		return ""
@@ -575,11 +574,11 @@ func pipNameWarning(clusterName string, sp *ServicePlan, pips map[string]*armnet
 	}
 	want := naming.PublicIPName(clusterName, naming.ServiceLBName(svc.UID), "", false, naming.IPv4)
 	for _, id := range sp.PublicIPIDs {
-		if strings.EqualFold(lastSegment(id), want) {
+		if strings.EqualFold(azureid.Name(id), want) {
 			return ""
 		}
 	}
-	name := lastSegment(sp.PublicIPIDs[0])
+	name := azureid.Name(sp.PublicIPIDs[0])
 	if ip := pips[sp.PublicIPIDs[0]]; ip != nil {
 		name = str(ip.Name)
 	}

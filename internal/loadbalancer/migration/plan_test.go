@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 )
@@ -410,7 +411,7 @@ func applyStep(in *Input, s Step) {
 		if sp.Internal {
 			f.ip = sp.IPs[0].String()
 		} else {
-			f.pip = lastSegment(sp.PublicIPIDs[0])
+			f.pip = azureid.Name(sp.PublicIPIDs[0])
 		}
 		added := lb("x", "Standard", []fe{f}).Properties.FrontendIPConfigurations[0]
 		std.Properties.FrontendIPConfigurations = append(std.Properties.FrontendIPConfigurations, added)

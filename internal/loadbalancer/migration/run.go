@@ -18,10 +18,12 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/azstore"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
 // Event reasons (on each migrated Service).
@@ -34,17 +36,18 @@ const (
 	ReasonWarning        = "MigrationWarning"
 )
 
-// Options wire the executor. Config, ClusterName, Network, Compute, Kube and LoadBalancer are
-// required.
+// Options wire the executor. Config, ClusterName, Network, Compute, Writers, Kube and
+// LoadBalancer are required.
 type Options struct {
 	Config      *config.Config
 	ClusterName string
-	// Network is the network client factory of the load balancers and public IPs.
+	// Network and Compute are the client factories the migration lists Azure with.
 	Network *armnetwork.ClientFactory
-	// NodeNetwork is the network client factory of the node NICs (default Network).
-	NodeNetwork *armnetwork.ClientFactory
-	Compute     *armcompute.ClientFactory
-	Kube        kubernetes.Interface
+	Compute *armcompute.ClientFactory
+	// Writers are the process's writers: every step writes through the resource's writer, the
+	// one the Standard path uses too.
+	Writers *writers.Set
+	Kube    kubernetes.Interface
 	// Recorder receives the progress events on the services (optional).
 	Recorder record.EventRecorder
 	// LoadBalancer is the Standard path the services are handed to.
@@ -52,8 +55,6 @@ type Options struct {
 	// VMSetOf names the availability set or scale set of a node (optional; without it only the
 	// <cluster>[-internal] Basic load balancers are recognised, not the per-VM-set ones).
 	VMSetOf func(ctx context.Context, n *v1.Node) (string, error)
-	// PollFrequency of long-running operations (default 5s).
-	PollFrequency time.Duration
 	// Concurrency bounds the parallel writes of one phase (default 10).
 	Concurrency int
 	// Attempts bounds the plan-and-execute rounds (default 8), with exponential Backoff between
@@ -88,11 +89,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Config == nil || !o.Config.IsStandardSKU() {
 		return res, nil
 	}
-	if o.Network == nil || o.Compute == nil || o.Kube == nil || o.LoadBalancer == nil {
-		return res, errors.New("migration: Network, Compute, Kube and LoadBalancer are required")
-	}
-	if o.NodeNetwork == nil {
-		o.NodeNetwork = o.Network
+	if o.Network == nil || o.Compute == nil || o.Writers == nil || o.Kube == nil || o.LoadBalancer == nil {
+		return res, errors.New("migration: Network, Compute, Writers, Kube and LoadBalancer are required")
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 10
@@ -235,7 +233,7 @@ func (x *executor) read(ctx context.Context) (Input, []*v1.Node, error) {
 		}
 		for _, fe := range frontends(lb) {
 			if fe.Properties != nil && fe.Properties.PublicIPAddress != nil {
-				if rg := rgOf(str(fe.Properties.PublicIPAddress.ID)); rg != "" {
+				if rg := azureid.ResourceGroup(str(fe.Properties.PublicIPAddress.ID)); rg != "" {
 					pipRGs[strings.ToLower(rg)] = rg
 				}
 			}
@@ -282,7 +280,7 @@ func listAll[R any, T any](ctx context.Context, p pager[R], items func(R) []*T) 
 	var out []*T
 	for p.More() {
 		page, err := p.NextPage(ctx)
-		if azstore.IsNotFound(err) {
+		if arm.IsNotFound(err) {
 			return nil, nil
 		}
 		if err != nil {
@@ -300,17 +298,6 @@ func sortedValues(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// rgOf is the resource group of a resource ID.
-func rgOf(id string) string {
-	parts := strings.Split(id, "/")
-	for i := 0; i+1 < len(parts); i++ {
-		if strings.EqualFold(parts[i], "resourceGroups") {
-			return parts[i+1]
-		}
-	}
-	return ""
 }
 
 func (x *executor) event(sp *ServicePlan, typ, reason, msg string) {
@@ -333,7 +320,7 @@ func (x *executor) checkOutbound(ctx context.Context) {
 		prefix = x.o.ClusterName
 	}
 	resp, err := x.o.Network.NewLoadBalancersClient().Get(ctx, x.o.Config.LoadBalancerRG(), prefix, nil)
-	if err != nil && !azstore.IsNotFound(err) {
+	if err != nil && !arm.IsNotFound(err) {
 		klog.ErrorS(err, "Migration: could not read the Standard load balancer to check its outbound rules", "loadBalancer", prefix)
 		return
 	}

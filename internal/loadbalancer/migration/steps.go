@@ -16,10 +16,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/azstore"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/writer"
 )
 
 // errGone fails a mutation whose resource no longer exists (nothing to detach or upgrade).
@@ -111,13 +110,10 @@ func (x *executor) parallelN(ctx context.Context, n int, steps []Step, fn func(c
 
 // step runs one Azure step as a conditional read-modify-write (412: re-read and re-apply).
 func (x *executor) step(ctx context.Context, s Step) error {
-	poll := x.o.PollFrequency
 	var err error
 	switch s.Phase {
 	case PhaseStaticPIPs, PhaseUpgradePIPs:
-		rg, name := rgOf(s.Target), lastSegment(s.Target)
-		w := writer.New[armnetwork.PublicIPAddress](&azstore.PublicIP{Client: x.o.Network.NewPublicIPAddressesClient(),
-			ResourceGroup: rg, Name: name, PollFrequency: poll}, writer.Options[armnetwork.PublicIPAddress]{})
+		w := x.o.Writers.PublicIPs.For(s.Target)
 		upgrade := s.Phase == PhaseUpgradePIPs
 		_, err = w.Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
 			if cur == nil {
@@ -134,8 +130,7 @@ func (x *executor) step(ctx context.Context, s Step) error {
 			return cur, nil
 		})
 	case PhaseDetachModels:
-		w := writer.New[armcompute.VirtualMachineScaleSet](&azstore.ScaleSet{Client: x.o.Compute.NewVirtualMachineScaleSetsClient(),
-			ResourceGroup: rgOf(s.Target), Name: lastSegment(s.Target), PollFrequency: poll}, writer.Options[armcompute.VirtualMachineScaleSet]{})
+		w := x.o.Writers.ScaleSets.For(s.Target)
 		_, err = w.Submit(ctx, func(cur *armcompute.VirtualMachineScaleSet) (*armcompute.VirtualMachineScaleSet, error) {
 			if cur == nil {
 				return nil, errGone
@@ -148,8 +143,7 @@ func (x *executor) step(ctx context.Context, s Step) error {
 	case PhaseDetachNodes:
 		err = x.detach(ctx, *s.Edit)
 	case PhaseDeleteLBs:
-		w := writer.New[armnetwork.LoadBalancer](&azstore.LoadBalancer{Client: x.o.Network.NewLoadBalancersClient(),
-			ResourceGroup: rgOf(s.Target), Name: lastSegment(s.Target), PollFrequency: poll}, writer.Options[armnetwork.LoadBalancer]{})
+		w := x.o.Writers.LoadBalancers.For(s.Target)
 		_, err = w.Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
 			if cur != nil && !isBasic(cur) {
 				// Never delete a Standard load balancer that took the name meanwhile.
@@ -170,19 +164,15 @@ func (x *executor) step(ctx context.Context, s Step) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", s.Phase, lastSegment(s.Target), err)
+		return fmt.Errorf("%s %s: %w", s.Phase, azureid.Name(s.Target), err)
 	}
 	return nil
 }
 
 // detach writes one NIC's or scale set VM's pool removals.
 func (x *executor) detach(ctx context.Context, e membership.Edit) error {
-	poll := x.o.PollFrequency
 	if e.Kind == membership.KindScaleSetVM {
-		w := writer.New[armcompute.VirtualMachineScaleSetVM](&azstore.ScaleSetVM{Client: x.o.Compute.NewVirtualMachineScaleSetVMsClient(),
-			ResourceGroup: e.ResourceGroup, ScaleSet: e.ScaleSet, InstanceID: e.InstanceID, PollFrequency: poll},
-			writer.Options[armcompute.VirtualMachineScaleSetVM]{})
-		_, err := w.Submit(ctx, func(cur *armcompute.VirtualMachineScaleSetVM) (*armcompute.VirtualMachineScaleSetVM, error) {
+		_, err := x.o.Writers.ScaleSetVMs.For(e.Owner).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSetVM) (*armcompute.VirtualMachineScaleSetVM, error) {
 			if cur == nil {
 				return nil, errGone
 			}
@@ -191,9 +181,7 @@ func (x *executor) detach(ctx context.Context, e membership.Edit) error {
 		})
 		return err
 	}
-	w := writer.New[armnetwork.Interface](&azstore.Interface{Client: x.o.NodeNetwork.NewInterfacesClient(),
-		ResourceGroup: e.ResourceGroup, Name: lastSegment(e.Owner), PollFrequency: poll}, writer.Options[armnetwork.Interface]{})
-	_, err := w.Submit(ctx, func(cur *armnetwork.Interface) (*armnetwork.Interface, error) {
+	_, err := x.o.Writers.Interfaces.For(e.Owner).Submit(ctx, func(cur *armnetwork.Interface) (*armnetwork.Interface, error) {
 		if cur == nil {
 			return nil, errGone
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 )
 
@@ -147,10 +148,10 @@ func pruneLocalPools(props *armnetwork.LoadBalancerPropertiesFormat, namespace, 
 			continue
 		}
 		if r.Properties.BackendAddressPool != nil {
-			referenced[strings.ToLower(lastSegment(str(r.Properties.BackendAddressPool.ID)))] = true
+			referenced[strings.ToLower(azureid.Name(str(r.Properties.BackendAddressPool.ID)))] = true
 		}
 		for _, p := range r.Properties.BackendAddressPools {
-			referenced[strings.ToLower(lastSegment(str(p.ID)))] = true
+			referenced[strings.ToLower(azureid.Name(str(p.ID)))] = true
 		}
 	}
 	mine := map[string]bool{}
@@ -241,7 +242,7 @@ func frontendsUsedBy(props *armnetwork.LoadBalancerPropertiesFormat, svcLBName s
 	out := map[string]bool{}
 	for _, r := range props.LoadBalancingRules {
 		if naming.OwnedByService(svcLBName, str(r.Name)) && r.Properties != nil && r.Properties.FrontendIPConfiguration != nil {
-			out[strings.ToLower(lastSegment(str(r.Properties.FrontendIPConfiguration.ID)))] = true
+			out[strings.ToLower(azureid.Name(str(r.Properties.FrontendIPConfiguration.ID)))] = true
 		}
 	}
 	return out
@@ -354,7 +355,7 @@ func checkConflicts(props *armnetwork.LoadBalancerPropertiesFormat, svcName stri
 				w.protocol == armnetwork.TransportProtocolAll)
 			samePort := rp.FrontendPort != nil && (*rp.FrontendPort == w.frontendPort || *rp.FrontendPort == 0 || w.frontendPort == 0)
 			if sameProto && samePort {
-				return fmt.Errorf("port %d/%s on frontend %s is already used by rule %s", w.frontendPort, w.protocol, lastSegment(w.frontendID), name)
+				return fmt.Errorf("port %d/%s on frontend %s is already used by rule %s", w.frontendPort, w.protocol, azureid.Name(w.frontendID), name)
 			}
 		}
 	}
@@ -367,7 +368,7 @@ func pruneFrontends(c *Cluster, lbName string, props *armnetwork.LoadBalancerPro
 	referenced := map[string]bool{}
 	ref := func(sr *armnetwork.SubResource) {
 		if sr != nil {
-			referenced[strings.ToLower(lastSegment(str(sr.ID)))] = true
+			referenced[strings.ToLower(azureid.Name(str(sr.ID)))] = true
 		}
 	}
 	for _, r := range props.LoadBalancingRules {
@@ -401,7 +402,7 @@ func pruneFrontends(c *Cluster, lbName string, props *armnetwork.LoadBalancerPro
 // pruneSharedProbe removes the shared cluster probe once no rule uses it.
 func pruneSharedProbe(props *armnetwork.LoadBalancerPropertiesFormat) {
 	for _, r := range props.LoadBalancingRules {
-		if r.Properties != nil && r.Properties.Probe != nil && eqFold(lastSegment(str(r.Properties.Probe.ID)), naming.SharedProbeName) {
+		if r.Properties != nil && r.Properties.Probe != nil && eqFold(azureid.Name(str(r.Properties.Probe.ID)), naming.SharedProbeName) {
 			return
 		}
 	}
@@ -409,5 +410,3 @@ func pruneSharedProbe(props *armnetwork.LoadBalancerPropertiesFormat) {
 		return eqFold(str(p.Name), naming.SharedProbeName)
 	})
 }
-
-func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
+	genericcontrollermanager "k8s.io/controller-manager/app"
+	"k8s.io/controller-manager/controller"
+	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/controllers"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"
+	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
+	"github.com/azure-ccm/azure-ccm/internal/disks"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/internal/provider"
+	"github.com/azure-ccm/azure-ccm/internal/servicegateway"
+)
+
+// wiring holds what the CCM builds, in the order the cloud-provider app asks for it: the flags,
+// then the provider (initCloud, with the writers), then, once a controller first needs it, the
+// load balancer implementation (buildLoadBalancer), then the controllers (controllers).
+type wiring struct {
+	// disableWriteMerging is the hidden --disable-lb-write-merging flag: every load balancer,
+	// NSG and public IP change becomes its own read-modify-write. It exists only so that the
+	// burst benchmark can measure the no-merging variants; nobody should run a cluster with it.
+	disableWriteMerging bool
+
+	cfg   *cloudcontrollerconfig.CompletedConfig
+	cloud *provider.Cloud
+	// parts is the node-based load balancer implementation (nil in service-gateway mode, or
+	// when it could not be built).
+	parts *loadbalancer.Parts
+}
+
+// initCloud builds the provider. An invalid azure.json is fatal with the offending key named;
+// login or ARM failures are retried with backoff inside provider.New.
+func (w *wiring) initCloud(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
+	w.cfg = c
+	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
+	if cc.Name != provider.ProviderName {
+		klog.Fatalf("Cloud provider %q is unknown (this binary serves %q)", cc.Name, provider.ProviderName)
+	}
+	if cc.CloudConfigFile == "" {
+		klog.Fatalf("--cloud-config is required for the %s provider", provider.ProviderName)
+	}
+	data, err := os.ReadFile(cc.CloudConfigFile)
+	if err != nil {
+		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
+	}
+	cloud, err := provider.NewFromBytes(context.Background(), data, provider.Options{
+		DisableWriteMerging: w.disableWriteMerging,
+		LoadBalancer:        w.buildLoadBalancer,
+	})
+	if err != nil {
+		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
+	}
+	w.cloud = cloud
+	return cloud
+}
+
+// enabled reports whether a controller is on in --controllers.
+func (w *wiring) enabled(name string) bool {
+	return genericcontrollermanager.IsControllerEnabled(name, app.ControllersDisabledByDefault, w.cfg.ComponentConfig.Generic.Controllers)
+}
+
+// buildLoadBalancer builds the load balancer implementation on the provider's writers. It runs
+// once, after leader election and before any controller gets the implementation, so the Basic
+// to Standard migration (migration.go) runs before any service reconcile.
+func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.LoadBalancer, error) {
+	if servicegateway.Enabled(d.Config) { // the service-gateway controller serves every Service
+		return servicegateway.ElsewhereLoadBalancer{}, nil
+	}
+	o := loadbalancer.BuildOptions{Config: d.Config, Writers: d.Writers, PublicIPs: d.Clients.Caches.NetworkPublicIPs,
+		Zones: d.Zones, Recorder: d.Recorder, Nodes: d.Nodes, Caches: d.Clients.Caches}
+	if f := d.Informers; f != nil {
+		o.Services = f.Core().V1().Services().Lister()
+		// Namespace labels only matter to serviceNamespaceSelector: no namespace informer
+		// (nor its RBAC) without one.
+		for _, m := range d.Config.MultipleStandardLoadBalancerConfigurations {
+			if m.ServiceNamespaceSelector != nil {
+				o.Namespaces = f.Core().V1().Namespaces().Lister()
+				break
+			}
+		}
+		if d.Config.AdminStateEnabled() && w.enabled(adminstate.Name) {
+			o.PoolEntries = adminstate.PoolEntries(f.Core().V1().Nodes().Lister())
+		}
+		if len(d.Config.MultipleStandardLoadBalancerConfigurations) > 0 && w.enabled(localpools.Name) {
+			slices, svcs, nodes := f.Discovery().V1().EndpointSlices(), f.Core().V1().Services(), f.Core().V1().Nodes()
+			o.EndpointNodes = localpools.EndpointNodes(slices.Lister(), slices.Informer().HasSynced, svcs.Informer().HasSynced, nodes.Informer().HasSynced)
+		}
+	}
+	parts, err := loadbalancer.Build(o)
+	if err != nil {
+		return nil, err
+	}
+	w.parts = parts
+	migrateBeforeServing(d, parts.LoadBalancer, w.cfg.ComponentConfig.KubeCloudShared.ClusterName)
+	return parts.LoadBalancer, nil
+}
+
+// nodeLoadBalancer builds the load balancer implementation if no controller did yet, and
+// returns its parts (nil when there is no node-based one).
+func (w *wiring) nodeLoadBalancer() *loadbalancer.Parts {
+	if _, ok := w.cloud.LoadBalancer(); !ok {
+		return nil
+	}
+	return w.parts
+}
+
+// controllers are the CCM's own controllers, each started with exactly what it uses.
+func (w *wiring) controllers() []controllers.Controller {
+	return []controllers.Controller{
+		{Name: adminstate.Name, ClientName: "admin-state-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			cfg := w.cloud.Config
+			return adminstate.Start(ctx, cc, adminstate.Deps{Enabled: cfg.AdminStateEnabled(), NodePools: w.nodeLoadBalancer() != nil,
+				LoadBalancers: w.cloud.Writers.LoadBalancers, LoadBalancerIDs: plan.LoadBalancerIDs(cfg, cc.ClusterName())})
+		}},
+		{Name: localpools.Name, ClientName: "local-pools-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			d := localpools.Deps{Interval: time.Duration(w.cloud.Config.LoadBalancerBackendPoolUpdateIntervalInSeconds) * time.Second}
+			if p := w.nodeLoadBalancer(); p != nil {
+				d.Placer = p.Placer
+			}
+			return localpools.Start(ctx, cc, d)
+		}},
+		{Name: pvzones.Name, ClientName: "pv-zone-labels-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			return pvzones.Start(ctx, cc, pvzones.Deps{Disks: disks.NewClient(w.cloud.Clients), Location: w.cloud.Config.Location})
+		}},
+		{Name: sgcontroller.Name, ClientName: "service-gateway-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			return sgcontroller.Start(ctx, cc, sgcontroller.Deps{Config: w.cloud.Config, Network: w.cloud.Clients.Network,
+				PollFrequency: w.cloud.Clients.PollFrequency})
+		}},
+	}
+}

@@ -1,0 +1,81 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/writer"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
+)
+
+// NodeIP fills IP-based (nodeIP) pools with node addresses. A pool is written through its load
+// balancer's writer as a pool-only change, which goes out as one backendAddressPools PUT (no VM
+// or NIC call) unless the same batch changes more of the load balancer.
+type NodeIP struct {
+	vnetID  string
+	filter  membership.NodeFilter
+	lbs     *writer.Registry[armnetwork.LoadBalancer]
+	entries PoolEntries
+}
+
+// NewNodeIP returns the IP-based pool backends; entries may be nil.
+func NewNodeIP(cfg *config.Config, ws *writers.Set, entries PoolEntries) *NodeIP {
+	return &NodeIP{vnetID: VNetID(cfg), filter: NodeIPFilter(cfg), lbs: ws.LoadBalancers, entries: entries}
+}
+
+// Sync implements Backends.
+func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
+	eligible := b.filter.Eligible(nodes)
+	var errs []error
+	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
+		name := naming.BackendPoolName(clusterName, fam)
+		if FindPool(lb, name) == nil {
+			continue
+		}
+		if err := b.write(ctx, lb, name, membership.AddressEntries(eligible, fam)); err != nil {
+			errs = append(errs, fmt.Errorf("backend pool %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Detach implements Backends.
+func (b *NodeIP) Detach(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer) error {
+	var errs []error
+	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
+		name := naming.BackendPoolName(clusterName, fam)
+		if p := FindPool(lb, name); p != nil && p.Properties != nil && len(p.Properties.LoadBalancerBackendAddresses) > 0 {
+			errs = append(errs, b.write(ctx, lb, name, map[string]string{}))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// write makes pool hold want (address → entry name), keeping the entries of addresses that stay.
+func (b *NodeIP) write(ctx context.Context, lb *armnetwork.LoadBalancer, pool string, want map[string]string) error {
+	_, err := b.lbs.For(str(lb.ID)).SubmitChild(ctx, pool, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		p := FindPool(cur, pool)
+		if p == nil {
+			// An error, not nil: nil would delete the load balancer.
+			return nil, fmt.Errorf("backend pool %s does not exist", pool)
+		}
+		b.SetEntries(p, want)
+		return cur, nil
+	})
+	return err
+}
+
+// SetEntries edits pool to hold want (address → entry name) and runs the pool entries hook.
+func (b *NodeIP) SetEntries(pool *armnetwork.BackendAddressPool, want map[string]string) {
+	membership.SetAddresses(pool, want, b.vnetID)
+	if b.entries != nil {
+		b.entries(pool)
+	}
+}

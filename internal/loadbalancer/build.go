@@ -1,0 +1,73 @@
+package loadbalancer
+
+import (
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
+	"github.com/azure-ccm/azure-ccm/internal/nodes"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
+)
+
+// Parts are the node-based load balancer implementation and the part of it other controllers
+// drive: the placer of several load balancers (nil with one), which the Local pool updater uses.
+type Parts struct {
+	LoadBalancer *LoadBalancer
+	Placer       *multislb.Placer
+}
+
+// BuildOptions are everything the node-based implementation is assembled from. Config,
+// Writers and PublicIPs are required; Nodes and Caches with NIC-based pools.
+type BuildOptions struct {
+	Config    *config.Config
+	Writers   *writers.Set
+	PublicIPs *arm.ListCache[*armnetwork.PublicIPAddress]
+	Zones     []string
+	Recorder  record.EventRecorder
+	// Services and Namespaces are listers of the shared informers (optional; Namespaces only
+	// matters to serviceNamespaceSelector).
+	Services   corelisters.ServiceLister
+	Namespaces corelisters.NamespaceLister
+	Nodes      *nodes.Resolver
+	Caches     *arm.Caches
+	// PoolEntries edits every IP-based pool written (the admin state of draining nodes).
+	PoolEntries backends.PoolEntries
+	// EndpointNodes names the nodes of a Local service's ready endpoints (several load
+	// balancers only).
+	EndpointNodes multislb.EndpointNodesFunc
+}
+
+// Build assembles the backends of the configured pool type, the placer when several load
+// balancers are configured, and the LoadBalancer on top of them.
+func Build(o BuildOptions) (*Parts, error) {
+	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, Zones: o.Zones, Recorder: o.Recorder, Services: o.Services}
+	parts := &Parts{}
+	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
+		// Several load balancers need IP-based pools (the configuration is validated so).
+		pools := backends.NewNodeIP(o.Config, o.Writers, o.PoolEntries)
+		p, err := multislb.New(multislb.Options{Config: o.Config, Writers: o.Writers, Pools: pools, Recorder: o.Recorder,
+			Services: o.Services, Namespaces: o.Namespaces, EndpointNodes: o.EndpointNodes})
+		if err != nil {
+			return nil, fmt.Errorf("multipleStandardLoadBalancerConfigurations: %w", err)
+		}
+		lo.Backends, lo.Multi, parts.Placer = pools, p, p
+	} else {
+		b, err := backends.New(backends.Options{Config: o.Config, Writers: o.Writers, Nodes: o.Nodes, Caches: o.Caches, PoolEntries: o.PoolEntries})
+		if err != nil {
+			return nil, err
+		}
+		lo.Backends = b
+	}
+	lb, err := New(lo)
+	if err != nil {
+		return nil, err
+	}
+	parts.LoadBalancer = lb
+	return parts, nil
+}

@@ -1,0 +1,116 @@
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+)
+
+// EnsureLoadBalancerDeleted removes everything of the service: NSG destinations, frontends,
+// rules and probes (and the load balancer when it becomes empty), and its managed public IPs.
+func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+	c := l.cluster(clusterName)
+	s := plan.Lenient(svc)
+	svcName := s.LBName()
+	pipRG := plan.PublicIPResourceGroup(l.cfg, s)
+	existing, err := l.listPIPs(ctx, pipRG)
+	if err != nil {
+		return err
+	}
+	pipAddrs := plan.PublicIPAddresses(existing)
+	var ips []netip.Addr
+	for _, c := range l.clusters(clusterName) {
+		for _, internal := range []bool{false, true} {
+			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
+			if err != nil {
+				return fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+			}
+			ips = append(ips, plan.ServiceIPs(lb, svcName, pipAddrs)...)
+		}
+	}
+	if l.cfg.SecurityGroupName != "" {
+		if err := l.ensureSecurity(ctx, c, s, ips, nil, false); err != nil {
+			return err
+		}
+	}
+	for _, c := range l.clusters(clusterName) {
+		for _, internal := range []bool{false, true} {
+			if err := l.removeFromLB(ctx, c, c.LBName(internal), s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range existing {
+		if plan.IsManagedPIP(c, p) && slices.Contains(plan.PIPServices(p), s.Key()) {
+			// Detaching the frontend gave the public IP a new ETag: read it again rather than
+			// send a DELETE that fails with 412 (a burst of deletions sent almost two deletes
+			// per public IP).
+			l.pipWriter(pipRG, str(p.Name)).Invalidate()
+			if err := l.releasePIP(ctx, c, s, pipRG, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// GetLoadBalancer reports the service's status from its frontends; it also reports "exists" when
+// only a managed public IP of the service is left (so the controller cleans it up).
+func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	c := l.cluster(clusterName)
+	s := plan.Lenient(svc)
+	existing, err := l.listPIPs(ctx, plan.PublicIPResourceGroup(l.cfg, s))
+	if err != nil {
+		return nil, false, err
+	}
+	pipAddrs := plan.PublicIPAddresses(existing)
+	owned := false
+	for _, p := range existing {
+		if plan.IsManagedPIP(c, p) && slices.Contains(plan.PIPServices(p), s.Key()) {
+			owned = true
+		}
+	}
+	for _, c := range l.clusters(clusterName) {
+		for _, internal := range []bool{s.Opts.Internal, !s.Opts.Internal} {
+			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
+			if err != nil {
+				return nil, false, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+			}
+			if ips := plan.ServiceIPs(lb, s.LBName(), pipAddrs); len(ips) > 0 {
+				return plan.Status(ips, s.Opts.AdditionalPublicIPs), true, nil
+			}
+		}
+	}
+	if owned {
+		return &v1.LoadBalancerStatus{}, true, nil
+	}
+	return nil, false, nil
+}
+
+// releasePIP unbinds the service from a public IP it no longer uses, deleting the public IP
+// when the service created it and nobody else uses it.
+func (l *LoadBalancer) releasePIP(ctx context.Context, c *plan.Cluster, s *plan.Service, rg string, p *armnetwork.PublicIPAddress) error {
+	deletable := !plan.UserChosen(s, p)
+	key := s.Key()
+	stored, err := l.pipWriter(rg, str(p.Name)).Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
+		return plan.UnbindPIP(c, cur, key, deletable)
+	})
+	l.pipWritten(rg, str(p.Name), stored, err)
+	if err != nil {
+		return fmt.Errorf("releasing public IP %s: %w", str(p.Name), err)
+	}
+	return nil
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

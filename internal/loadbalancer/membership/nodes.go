@@ -1,0 +1,87 @@
+package membership
+
+import (
+	"net/netip"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+)
+
+// Node labels that keep a node out of the load balancers.
+const (
+	LabelExcludeFromLB      = "node.kubernetes.io/exclude-from-external-load-balancers"
+	LabelManaged            = "kubernetes.azure.com/managed"
+	LabelResourceGroup      = "kubernetes.azure.com/resource-group"
+	LabelRoleControlPlane   = "node-role.kubernetes.io/control-plane"
+	LabelRoleMaster         = "node-role.kubernetes.io/master"
+	LabelLegacyRole         = "kubernetes.io/role"
+	legacyRoleMasterValue   = "master"
+	LabelNodeExcludeBalance = "alpha.service-controller.kubernetes.io/exclude-balancer"
+)
+
+// NodeFilter decides which nodes belong in the backend pools.
+type NodeFilter struct {
+	// ExcludeControlPlane is excludeMasterFromStandardLB (always on for nodeIP pools).
+	ExcludeControlPlane bool
+	// ResourceGroup is the cluster's node resource group; nodes labelled with another one are
+	// excluded (the existing provider does not pool cross-RG nodes).
+	ResourceGroup string
+}
+
+// IsControlPlane reports the control-plane role labels.
+func IsControlPlane(n *v1.Node) bool {
+	_, cp := n.Labels[LabelRoleControlPlane]
+	_, m := n.Labels[LabelRoleMaster]
+	return cp || m || n.Labels[LabelLegacyRole] == legacyRoleMasterValue
+}
+
+// Excluded returns why a node is kept out of the pools ("" when it is eligible).
+func (f NodeFilter) Excluded(n *v1.Node) string {
+	switch {
+	case n.DeletionTimestamp != nil:
+		return "node is being deleted"
+	case hasLabel(n, LabelExcludeFromLB) || hasLabel(n, LabelNodeExcludeBalance):
+		return "labelled " + LabelExcludeFromLB
+	case strings.EqualFold(n.Labels[LabelManaged], "false"):
+		return "unmanaged node (" + LabelManaged + "=false)"
+	case n.Labels[LabelResourceGroup] != "" && f.ResourceGroup != "" && !strings.EqualFold(n.Labels[LabelResourceGroup], f.ResourceGroup):
+		return "node in another resource group"
+	case f.ExcludeControlPlane && IsControlPlane(n):
+		return "control-plane node (excludeMasterFromStandardLB)"
+	}
+	return ""
+}
+
+func hasLabel(n *v1.Node, k string) bool { _, ok := n.Labels[k]; return ok }
+
+// Eligible filters nodes.
+func (f NodeFilter) Eligible(nodes []*v1.Node) []*v1.Node {
+	var out []*v1.Node
+	for _, n := range nodes {
+		if n != nil && f.Excluded(n) == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// NodeAddresses are a node's InternalIPs of one family.
+func NodeAddresses(n *v1.Node, fam naming.Family) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		ip = ip.Unmap()
+		if (fam == naming.IPv6) == ip.Is6() {
+			out = append(out, ip)
+		}
+	}
+	return out
+}

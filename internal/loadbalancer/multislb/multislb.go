@@ -1,0 +1,362 @@
+// Package multislb runs multiple Standard load balancers (multipleStandardLoadBalancerConfigurations):
+// the I/O around the pure planners of package placement. It reads where Azure holds each
+// service's frontend and each node's pool membership, decides with placement where services and
+// nodes belong, fills each load balancer's cluster pool with the nodes placed on it, and keeps
+// the dedicated pools of externalTrafficPolicy: Local services. The placement of a service is
+// where Azure holds its frontend, that of a node the load balancer whose cluster pool holds it:
+// nothing else is recorded, so both survive restarts.
+package multislb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/placement"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/internal/writer"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
+)
+
+// Event reasons.
+const (
+	ReasonLoadBalancerPlaced     = "LoadBalancerPlaced"
+	ReasonLoadBalancerMoved      = "LoadBalancerMoved"
+	ReasonNoEligibleLoadBalancer = "NoEligibleLoadBalancer"
+	ReasonNoLoadBalancerForNode  = "NoLoadBalancerForNode"
+	ReasonMultiSLBMisconfigured  = "MultipleLoadBalancersMisconfigured"
+)
+
+// EndpointNodesFunc names the nodes hosting ready endpoints of a service; ok is false while
+// that is not known (informers not synced), and then every eligible node is used.
+type EndpointNodesFunc func(namespace, name string) (nodes []string, ok bool)
+
+// Options are what a Placer is built from. Config (with
+// multipleStandardLoadBalancerConfigurations), Writers and Pools are required.
+type Options struct {
+	Config  *config.Config
+	Writers *writers.Set
+	// Pools fills the cluster pools (IP-based: multiple load balancers need nodeIP pools).
+	Pools *backends.NodeIP
+	// Recorder receives the placement events (optional).
+	Recorder record.EventRecorder
+	// Services lists services, to move the services sharing a frontend together (optional).
+	Services corelisters.ServiceLister
+	// Namespaces reads namespace labels for serviceNamespaceSelector (optional: without it no
+	// namespace selector matches).
+	Namespaces corelisters.NamespaceLister
+	// EndpointNodes names the nodes of a Local service's ready endpoints (optional: without it,
+	// a Local service's pool holds every eligible node).
+	EndpointNodes EndpointNodesFunc
+}
+
+// Placer places services and nodes on the configured load balancers.
+type Placer struct {
+	o      Options
+	cfgs   []placement.Config
+	lbs    *writer.Registry[armnetwork.LoadBalancer]
+	filter membership.NodeFilter
+
+	// mu serialises node placement: one placement pass at a time sees and writes every pool.
+	mu sync.Mutex
+	// nodeLB is the last placement (node name -> configuration), so a node placed on a load
+	// balancer that does not exist yet keeps its place until that load balancer is created.
+	nodeLB map[string]string
+	// settled fingerprints the inputs of the last node placement pass that wrote nothing (0:
+	// none); see placement.Fingerprint.
+	settled uint64
+
+	// pendingMu guards pending: the rules of services placed on a load balancer whose write has
+	// not landed yet, by pendingKey. Placement counts them too; otherwise every service of a
+	// burst would pick the load balancer that had the fewest rules when the burst began.
+	pendingMu sync.Mutex
+	pending   map[string]int
+}
+
+// New returns the placer of the configured load balancers.
+func New(o Options) (*Placer, error) {
+	if o.Config == nil || o.Writers == nil || o.Pools == nil {
+		return nil, errors.New("multislb: Config, Writers and Pools are required")
+	}
+	cfgs, err := placement.Compile(o.Config.MultipleStandardLoadBalancerConfigurations)
+	if err != nil {
+		return nil, err
+	}
+	RegisterMetrics()
+	return &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: backends.NodeIPFilter(o.Config),
+		nodeLB: map[string]string{}, pending: map[string]int{}}, nil
+}
+
+func pendingKey(prefix string, internal bool) string { return fmt.Sprintf("%s/%t", prefix, internal) }
+
+// ServiceLabelSelectors reports whether a configuration selects services by their labels.
+func (p *Placer) ServiceLabelSelectors() bool {
+	for _, c := range p.cfgs {
+		if c.ServiceLabels != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Clusters are the cluster settings of every configured load balancer pair.
+func (p *Placer) Clusters(base *plan.Cluster) []*plan.Cluster {
+	out := make([]*plan.Cluster, 0, len(p.cfgs))
+	for _, cfg := range p.cfgs {
+		out = append(out, base.WithPrefix(cfg.Name))
+	}
+	return out
+}
+
+func (p *Placer) writer(c *plan.Cluster, internal bool) *writer.Writer[armnetwork.LoadBalancer] {
+	return p.lbs.For(c.LBID(c.LBName(internal)))
+}
+
+// Locate finds the configuration whose load balancer (of either kind) holds objects of the
+// service ("" when none): its current placement.
+func (p *Placer) Locate(ctx context.Context, base *plan.Cluster, svcLBName string, internalFirst bool) (string, error) {
+	for _, c := range p.Clusters(base) {
+		for _, internal := range []bool{internalFirst, !internalFirst} {
+			lb, err := p.writer(c, internal).Peek(ctx)
+			if err != nil {
+				return "", fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+			}
+			if lb != nil && plan.HasServiceObjects(lb, svcLBName) {
+				return c.LBNamePrefix, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// CheckClusterName reports, on the service, a configuration without the default <clusterName>
+// entry.
+func (p *Placer) CheckClusterName(svc *v1.Service, clusterName string) error {
+	if err := config.ValidateMultiSLBClusterName(p.o.Config, clusterName); err != nil {
+		p.event(svc, v1.EventTypeWarning, ReasonMultiSLBMisconfigured, err.Error())
+		return err
+	}
+	return nil
+}
+
+// PendingRules counts the rules reserved by placements whose load balancer write has not landed
+// (0 once a burst is over).
+func (p *Placer) PendingRules() int {
+	p.pendingMu.Lock()
+	defer p.pendingMu.Unlock()
+	n := 0
+	for _, r := range p.pending {
+		n += r
+	}
+	return n
+}
+
+// Placement is where a service goes.
+type Placement struct {
+	// Cluster is the cluster settings of the target load balancers.
+	Cluster *plan.Cluster
+	// From, when set, is the configuration the service (and Members) must leave first: the
+	// frontend (public IP or private address) must leave the old load balancer before the new
+	// one can carry it.
+	From *plan.Cluster
+	// Members are the other services sharing the service's frontend, moved and re-applied with it.
+	Members []*plan.Service
+	// Release drops the placement's pending rules once its load balancer write is done
+	// (idempotent).
+	Release func()
+}
+
+func (p *Placer) placeInput(s *plan.Service, current string) placement.Service {
+	in := placement.Service{Key: s.Key(), Labels: s.Svc.Labels, Requested: s.Opts.Configurations, Current: current}
+	if p.o.Namespaces != nil {
+		if ns, err := p.o.Namespaces.Get(s.Svc.Namespace); err == nil {
+			in.NamespaceLabels = ns.Labels
+		}
+	}
+	return in
+}
+
+// reserve counts rules as pending on a load balancer until the returned release is called.
+// The caller holds pendingMu.
+func (p *Placer) reserve(key string, rules int) func() {
+	if rules == 0 {
+		return func() {}
+	}
+	p.pending[key] += rules
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.pendingMu.Lock()
+			defer p.pendingMu.Unlock()
+			if p.pending[key] -= rules; p.pending[key] <= 0 {
+				delete(p.pending, key)
+			}
+		})
+	}
+}
+
+// PlaceService chooses the configuration of s (and of the services sharing its frontend). It
+// writes nothing: when the service must move, Placement.From says where it is to be removed
+// from. fronts may be edited: a moved internal service keeps its private address.
+func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.Service, fronts []plan.Frontend) (*Placement, error) {
+	internal := s.Opts.Internal
+	current, err := p.Locate(ctx, base, s.LBName(), internal)
+	if err != nil {
+		return nil, err
+	}
+	rules := map[string]int{}
+	var holder string
+	var shared []*armnetwork.FrontendIPConfiguration
+	var holderLB *armnetwork.LoadBalancer
+	for _, c := range p.Clusters(base) {
+		lb, err := p.writer(c, internal).Peek(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+		}
+		if lb == nil || lb.Properties == nil {
+			continue
+		}
+		rules[c.LBNamePrefix] = len(lb.Properties.LoadBalancingRules)
+		if holder == "" {
+			if fes := plan.SharedFrontends(lb, s.LBName(), fronts); len(fes) > 0 {
+				holder, shared, holderLB = c.LBNamePrefix, fes, lb
+			}
+		}
+	}
+	if current == "" {
+		current = holder
+	}
+	group := []placement.Service{p.placeInput(s, current)}
+	var members []*plan.Service
+	if holder != "" {
+		members = p.sharingServices(holderLB, s, shared)
+		for _, m := range members {
+			group = append(group, p.placeInput(m, holder))
+		}
+	}
+	p.pendingMu.Lock()
+	for _, c := range p.Clusters(base) {
+		rules[c.LBNamePrefix] += p.pending[pendingKey(c.LBNamePrefix, internal)]
+	}
+	d, err := placement.PlaceGroup(p.cfgs, group, rules)
+	release := func() {}
+	if err == nil && (current == "" || d.Moved) {
+		n := 0
+		for _, m := range append([]*plan.Service{s}, members...) {
+			n += plan.RuleCount(m)
+		}
+		release = p.reserve(pendingKey(d.Name, internal), n)
+	}
+	p.pendingMu.Unlock()
+	if err != nil {
+		p.event(s.Svc, v1.EventTypeWarning, ReasonNoEligibleLoadBalancer, err.Error())
+		placements.WithLabelValues("no_eligible").Inc()
+		return nil, err
+	}
+	target := base.WithPrefix(d.Name)
+	if !d.Moved {
+		if current == "" {
+			placements.WithLabelValues("placed").Inc()
+			p.event(s.Svc, v1.EventTypeNormal, ReasonLoadBalancerPlaced, fmt.Sprintf("placed on load balancer %s", target.LBName(internal)))
+		}
+		return &Placement{Cluster: target, Release: release}, nil
+	}
+	from := base.WithPrefix(d.From)
+	if internal {
+		plan.KeepPrivateIPs(fronts, shared)
+		if len(shared) == 0 {
+			old, err := p.writer(from, true).Peek(ctx)
+			if err != nil {
+				release()
+				return nil, err
+			}
+			plan.KeepPrivateIPs(fronts, plan.ServiceFrontends(old, s.LBName()))
+		}
+	}
+	placements.WithLabelValues("moved").Inc()
+	return &Placement{Cluster: target, From: from, Members: members, Release: release}, nil
+}
+
+// Moved records that a service left from for to (called once per service moved).
+func (p *Placer) Moved(m *plan.Service, from, to *plan.Cluster) {
+	moves.Inc()
+	internal := m.Opts.Internal
+	p.event(m.Svc, v1.EventTypeNormal, ReasonLoadBalancerMoved, fmt.Sprintf("moved from load balancer %s to %s (no longer eligible there); its IP is kept",
+		from.LBName(internal), to.LBName(internal)))
+}
+
+// sharingServices are the other Kubernetes services with rules on the given frontends of lb.
+// Rules of services the lister does not know (deleted, or not ours) stay where they are, and so
+// does their frontend.
+func (p *Placer) sharingServices(lb *armnetwork.LoadBalancer, s *plan.Service, fes []*armnetwork.FrontendIPConfiguration) []*plan.Service {
+	if p.o.Services == nil || len(fes) == 0 || lb == nil || lb.Properties == nil {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, fe := range fes {
+		names[strings.ToLower(str(fe.Name))] = true
+	}
+	prefixes := map[string]bool{}
+	for _, r := range lb.Properties.LoadBalancingRules {
+		if r.Properties == nil || r.Properties.FrontendIPConfiguration == nil {
+			continue
+		}
+		if names[strings.ToLower(azureid.Name(str(r.Properties.FrontendIPConfiguration.ID)))] {
+			prefixes[strings.ToLower(str(r.Name))] = true
+		}
+	}
+	svcs, err := p.o.Services.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*plan.Service
+	for _, other := range svcs {
+		if other.UID == s.Svc.UID || other.Spec.Type != v1.ServiceTypeLoadBalancer || other.DeletionTimestamp != nil || !plan.ServedHere(other) {
+			continue
+		}
+		pfx := strings.ToLower(naming.ServiceLBName(other.UID))
+		for r := range prefixes {
+			if strings.HasPrefix(r, pfx) {
+				ps := plan.Lenient(other)
+				ps.LocalPool = ps.IsLocal()
+				out = append(out, ps)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// event records an event when a recorder is configured.
+func (p *Placer) event(obj interface{ GetName() string }, typ, reason, msg string) {
+	if p.o.Recorder == nil {
+		return
+	}
+	switch o := obj.(type) {
+	case *v1.Service:
+		p.o.Recorder.Event(o, typ, reason, msg)
+	case *v1.Node:
+		// Node events are recorded against the node's reference, as kubelet does.
+		p.o.Recorder.Event(&v1.ObjectReference{Kind: "Node", Name: o.Name, UID: o.UID}, typ, reason, msg)
+	}
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

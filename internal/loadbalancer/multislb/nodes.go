@@ -1,0 +1,170 @@
+package multislb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/placement"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+)
+
+// lbPair is one configuration's load balancers as read by a node placement pass.
+type lbPair struct {
+	c  *plan.Cluster
+	lb [2]*armnetwork.LoadBalancer // public, internal; nil when absent
+}
+
+// SyncNodes places the nodes on the configured load balancers and makes every existing load
+// balancer's cluster pools hold the nodes placed on it. Every service reconcile calls it; a
+// pass whose inputs (eligible nodes, which load balancers exist) are those of the last pass
+// that wrote nothing is skipped.
+func (p *Placer) SyncNodes(ctx context.Context, base *plan.Cluster, all []*v1.Node) (err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	eligible := p.filter.Eligible(all)
+	if cached, ok := p.cachedExistence(base); ok && placement.Fingerprint(cached, eligible) == p.settled {
+		return nil
+	}
+	p.settled = 0
+
+	pairs, err := p.readPairs(ctx, base)
+	if err != nil {
+		return err
+	}
+	// What this pass saw: a load balancer created while it ran makes the next pass run, so
+	// the fingerprint is of the load balancers as read here, not as cached afterwards.
+	seen := placement.Fingerprint(existence(pairs), eligible)
+	defer func() {
+		if err == nil {
+			p.settled = seen
+		}
+	}()
+
+	in := placement.NodeInputs(eligible, p.nodeLB, heldPools(pairs, base.ClusterName), nodeAddresses)
+	assigned, unplaced := placement.PlaceNodes(p.cfgs, in)
+	p.report(eligible, assigned, unplaced)
+	p.nodeLB = assigned
+
+	var errs []error
+	for _, pr := range pairs {
+		var mine []*v1.Node
+		for _, n := range eligible {
+			if assigned[n.Name] == pr.c.LBNamePrefix {
+				mine = append(mine, n)
+			}
+		}
+		nodesPerLB.WithLabelValues(pr.c.LBNamePrefix).Set(float64(len(mine)))
+		for i, internal := range []bool{false, true} {
+			if pr.lb[i] == nil {
+				continue
+			}
+			if err := p.o.Pools.Sync(ctx, base.ClusterName, pr.lb[i], mine); err != nil {
+				errs = append(errs, fmt.Errorf("backend pools of %s: %w", pr.c.LBName(internal), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readPairs reads every configured load balancer (from the writers' caches while fresh).
+func (p *Placer) readPairs(ctx context.Context, base *plan.Cluster) ([]lbPair, error) {
+	var pairs []lbPair
+	for _, c := range p.Clusters(base) {
+		pr := lbPair{c: c}
+		for i, internal := range []bool{false, true} {
+			lb, err := p.writer(c, internal).Peek(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+			}
+			pr.lb[i] = lb
+		}
+		pairs = append(pairs, pr)
+	}
+	return pairs, nil
+}
+
+// cachedExistence says from the writers' caches which configured load balancers exist; ok is
+// false when one is not cached, so a pass runs (and repairs drift) whenever a cache expires or
+// was dropped by a write.
+func (p *Placer) cachedExistence(base *plan.Cluster) ([]placement.LBExists, bool) {
+	var out []placement.LBExists
+	for _, c := range p.Clusters(base) {
+		for _, internal := range []bool{false, true} {
+			etag, ok := p.writer(c, internal).CachedETag()
+			if !ok {
+				return nil, false
+			}
+			out = append(out, placement.LBExists{Name: c.LBName(internal), Exists: etag != ""})
+		}
+	}
+	return out, true
+}
+
+func existence(pairs []lbPair) []placement.LBExists {
+	var out []placement.LBExists
+	for _, pr := range pairs {
+		for i, internal := range []bool{false, true} {
+			out = append(out, placement.LBExists{Name: pr.c.LBName(internal), Exists: pr.lb[i] != nil})
+		}
+	}
+	return out
+}
+
+// heldPools are the addresses each configuration's cluster pools hold now.
+func heldPools(pairs []lbPair, clusterName string) []placement.HeldPool {
+	var out []placement.HeldPool
+	for _, pr := range pairs {
+		held := placement.HeldPool{Config: pr.c.LBNamePrefix}
+		for _, lb := range pr.lb {
+			for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
+				pool := backends.FindPool(lb, naming.BackendPoolName(clusterName, fam))
+				if pool == nil || pool.Properties == nil {
+					continue
+				}
+				for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+					if a.Properties != nil && a.Properties.IPAddress != nil {
+						held.Addresses = append(held.Addresses, *a.Properties.IPAddress)
+					}
+				}
+			}
+		}
+		out = append(out, held)
+	}
+	return out
+}
+
+func nodeAddresses(n *v1.Node) []string {
+	var out []string
+	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
+		for _, a := range membership.NodeAddresses(n, fam) {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+
+// report raises an event for every node no configuration takes and counts the nodes that move.
+func (p *Placer) report(eligible []*v1.Node, assigned map[string]string, unplaced []string) {
+	for _, name := range unplaced {
+		for _, n := range eligible {
+			if n.Name == name {
+				p.event(n, v1.EventTypeWarning, ReasonNoLoadBalancerForNode,
+					"no multipleStandardLoadBalancerConfigurations entry takes this node (primaryVMSet, nodeSelector): it is in no load balancer's backend pool")
+			}
+		}
+	}
+	for n, cfg := range assigned {
+		if prev, ok := p.nodeLB[n]; ok && prev != cfg {
+			nodeMoves.Inc()
+			klog.V(2).InfoS("Node moves to another load balancer", "node", n, "from", prev, "to", cfg)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package plan
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+)
+
+// HasServiceObjects reports whether lb carries a frontend or a probe of the service.
+func HasServiceObjects(lb *armnetwork.LoadBalancer, svcLBName string) bool {
+	if OwnsFrontend(lb, svcLBName) {
+		return true
+	}
+	if lb != nil && lb.Properties != nil {
+		for _, p := range lb.Properties.Probes {
+			if naming.OwnedByService(svcLBName, str(p.Name)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PublicIPAddresses indexes the addresses of public IPs by lower-cased resource ID.
+func PublicIPAddresses(pips []*armnetwork.PublicIPAddress) map[string]netip.Addr {
+	out := map[string]netip.Addr{}
+	for _, p := range pips {
+		if a, ok := PIPAddress(p); ok && p.ID != nil {
+			out[strings.ToLower(*p.ID)] = a
+		}
+	}
+	return out
+}
+
+// ServiceIPs are the addresses of the service's frontends on lb (public ones looked up in
+// pipAddrs, by lower-cased public IP ID).
+func ServiceIPs(lb *armnetwork.LoadBalancer, svcLBName string, pipAddrs map[string]netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, fe := range ServiceFrontends(lb, svcLBName) {
+		p := fe.Properties
+		if p == nil {
+			continue
+		}
+		if p.PublicIPAddress != nil {
+			if a, ok := pipAddrs[strings.ToLower(str(p.PublicIPAddress.ID))]; ok {
+				out = append(out, a)
+			}
+			continue
+		}
+		if a, ok := AddrOf(p.PrivateIPAddress); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// SharedFrontends are the frontends of lb that carry an IP the service asks for (the same public
+// IP, the same private address), plus the frontends its own rules use: the service shares them
+// with the other services whose rules use them.
+func SharedFrontends(lb *armnetwork.LoadBalancer, svcLBName string, fronts []Frontend) []*armnetwork.FrontendIPConfiguration {
+	var out []*armnetwork.FrontendIPConfiguration
+	if lb == nil || lb.Properties == nil {
+		return nil
+	}
+	for _, fe := range lb.Properties.FrontendIPConfigurations {
+		fp := fe.Properties
+		if fp == nil {
+			continue
+		}
+		for _, fr := range fronts {
+			pub := fr.PublicIPID != "" && fp.PublicIPAddress != nil && strings.EqualFold(str(fp.PublicIPAddress.ID), fr.PublicIPID)
+			priv := fr.PublicIPID == "" && fr.PrivateIP.IsValid() && str(fp.PrivateIPAddress) == fr.PrivateIP.String()
+			if pub || priv {
+				out = append(out, fe)
+				break
+			}
+		}
+	}
+	for _, fe := range ServiceFrontends(lb, svcLBName) {
+		if !containsFrontend(out, fe) {
+			out = append(out, fe)
+		}
+	}
+	return out
+}
+
+func containsFrontend(list []*armnetwork.FrontendIPConfiguration, fe *armnetwork.FrontendIPConfiguration) bool {
+	for _, x := range list {
+		if strings.EqualFold(str(x.Name), str(fe.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepPrivateIPs pins internal frontends without a requested address to the address of the same
+// family they have now (have), so a service moved to another load balancer keeps its IP.
+func KeepPrivateIPs(fronts []Frontend, have []*armnetwork.FrontendIPConfiguration) {
+	for i := range fronts {
+		if fronts[i].PrivateIP.IsValid() {
+			continue
+		}
+		for _, fe := range have {
+			if fe.Properties == nil {
+				continue
+			}
+			if a, ok := AddrOf(fe.Properties.PrivateIPAddress); ok && a.Is6() == (fronts[i].Family == naming.IPv6) {
+				fronts[i].PrivateIP = a
+				break
+			}
+		}
+	}
+}
+
+// RuleCount estimates the load balancing rules a service adds: one per port and IP family.
+func RuleCount(s *Service) int {
+	return max(len(s.Svc.Spec.Ports), 1) * max(len(s.Families()), 1)
+}

@@ -1,0 +1,49 @@
+package loadbalancer
+
+import (
+	"context"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// The public IP list cache is kept current by the writes made here, so a burst of services
+// lists each resource group once.
+
+func (l *LoadBalancer) listPIPs(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
+	return l.opts.PublicIPs.Get(ctx, rg)
+}
+
+// refreshPIPs lists the public IPs of rg again unless the cached list is a few seconds old: a
+// user's public IP named by a service may be newer than the cached list.
+func (l *LoadBalancer) refreshPIPs(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
+	return l.opts.PublicIPs.Refresh(ctx, rg)
+}
+
+// pipWritten keeps the list cache in step with a write of public IP name (stored nil: deleted);
+// after a failed write the list is dropped.
+func (l *LoadBalancer) pipWritten(rg, name string, stored *armnetwork.PublicIPAddress, err error) {
+	if err != nil {
+		l.opts.PublicIPs.Invalidate(rg)
+		return
+	}
+	l.opts.PublicIPs.Update(rg, func(items []*armnetwork.PublicIPAddress) []*armnetwork.PublicIPAddress {
+		return replacePublicIP(items, name, stored)
+	})
+}
+
+// replacePublicIP returns items with the public IP called name replaced by stored, appended when
+// it is new, or removed when stored is nil. It does not modify items.
+func replacePublicIP(items []*armnetwork.PublicIPAddress, name string, stored *armnetwork.PublicIPAddress) []*armnetwork.PublicIPAddress {
+	out := make([]*armnetwork.PublicIPAddress, 0, len(items)+1)
+	for _, p := range items {
+		if p != nil && p.Name != nil && strings.EqualFold(*p.Name, name) {
+			continue
+		}
+		out = append(out, p)
+	}
+	if stored != nil {
+		out = append(out, stored)
+	}
+	return out
+}

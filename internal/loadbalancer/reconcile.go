@@ -1,0 +1,320 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+)
+
+// EnsureLoadBalancer reconciles the service's whole Azure state and returns its status.
+func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	if !plan.ServedHere(svc) {
+		return nil, cloudprovider.ImplementedElsewhere
+	}
+	s, err := l.parse(svc)
+	if err != nil {
+		return nil, err
+	}
+	if l.multi != nil {
+		if err := l.multi.CheckClusterName(svc, clusterName); err != nil {
+			return nil, err
+		}
+		s.LocalPool = s.IsLocal()
+	}
+	st, err := l.ensure(ctx, l.cluster(clusterName), s, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", s.Key(), err)
+	}
+	return st, nil
+}
+
+// UpdateLoadBalancer brings the backend pools (and, for services without floating IP, the NSG
+// rules that name node addresses) in step with the nodes. It never creates a frontend, rule or
+// public IP: the service controller's node sync calls it from a cache that can lag behind a
+// deletion, and a full reconcile there resurrected the Azure objects of a service whose
+// deletion had just finished (found by the chaos suite).
+func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	if !plan.ServedHere(svc) {
+		return cloudprovider.ImplementedElsewhere
+	}
+	if svc.DeletionTimestamp != nil {
+		return nil
+	}
+	c, s := l.cluster(clusterName), plan.Lenient(svc)
+	if l.multi != nil {
+		cfg, err := l.multi.Locate(ctx, c, s.LBName(), s.Opts.Internal)
+		if err != nil || cfg == "" {
+			return err
+		}
+		c = c.WithPrefix(cfg)
+		s.LocalPool = s.IsLocal()
+	}
+	name := c.LBName(s.Opts.Internal)
+	lb, err := l.lbWriter(c, name).Peek(ctx)
+	if err != nil {
+		return fmt.Errorf("service %s: load balancer %s: %w", s.Key(), name, err)
+	}
+	if lb == nil || !plan.OwnsFrontend(lb, s.LBName()) {
+		// Not (or no longer) served: EnsureLoadBalancer or the deletion owns this service.
+		return nil
+	}
+	if err := l.syncBackends(ctx, c, lb, nodes); err != nil {
+		return fmt.Errorf("service %s: backend pools of %s: %w", s.Key(), name, err)
+	}
+	if s.LocalPool {
+		res, err := l.multi.WriteLocalPool(ctx, c, lb, s, nodes)
+		multislb.CountLocalSync("node_sync", res, err)
+		if err != nil {
+			return fmt.Errorf("service %s: %w", s.Key(), err)
+		}
+	}
+	if s.Opts.DisableFloatingIP && l.cfg.SecurityGroupName != "" {
+		pipAddrs := map[string]netip.Addr{}
+		if !s.Opts.Internal {
+			existing, err := l.listPIPs(ctx, plan.PublicIPResourceGroup(l.cfg, s))
+			if err != nil {
+				return fmt.Errorf("service %s: %w", s.Key(), err)
+			}
+			pipAddrs = plan.PublicIPAddresses(existing)
+		}
+		if err := l.ensureSecurity(ctx, c, s, plan.ServiceIPs(lb, s.LBName(), pipAddrs), nodes, true); err != nil {
+			return fmt.Errorf("service %s: %w", s.Key(), err)
+		}
+	}
+	return nil
+}
+
+// frontends resolves what each IP family of the service needs on the load balancer: its public
+// IP (created or updated as planned) or, internal, its subnet and requested address. It
+// returns the public IPs of the service's resource group as listed (for the release of those
+// it no longer uses), the plans, and the public addresses by lower-cased public IP ID.
+func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.Service) ([]plan.Frontend, []*armnetwork.PublicIPAddress, []plan.PublicIPPlan, map[string]netip.Addr, error) {
+	pipRG := plan.PublicIPResourceGroup(l.cfg, s)
+	existing, err := l.listPIPs(ctx, pipRG)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	pipAddrs := map[string]netip.Addr{}
+	var fronts []plan.Frontend
+	if s.Opts.Internal {
+		for _, f := range s.Families() {
+			fr := plan.Frontend{Family: f, SubnetID: plan.SubnetID(l.cfg, s), PrivateIP: s.Opts.IPv4}
+			if f == naming.IPv6 {
+				fr.PrivateIP = s.Opts.IPv6
+			}
+			fronts = append(fronts, fr)
+		}
+		return fronts, existing, nil, pipAddrs, nil
+	}
+	plans, err := plan.PlanPublicIPs(c, s, existing)
+	if err != nil {
+		// The list is cached and kept current by our own writes only: a public IP the user
+		// created since is found by listing again (at most every few seconds).
+		fresh, lerr := l.refreshPIPs(ctx, pipRG)
+		if lerr != nil {
+			return nil, nil, nil, nil, err
+		}
+		existing = fresh
+		if plans, err = plan.PlanPublicIPs(c, s, existing); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	for _, p := range plans {
+		stored := p.Existing
+		if p.Mutate != nil {
+			stored, err = l.pipWriter(pipRG, p.Name).Submit(ctx, p.Mutate)
+			l.pipWritten(pipRG, p.Name, stored, err)
+			if err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("public IP %s: %w", p.Name, err)
+			}
+		}
+		if stored == nil || stored.ID == nil {
+			return nil, nil, nil, nil, fmt.Errorf("public IP %s has no ID", p.Name)
+		}
+		fronts = append(fronts, plan.Frontend{Family: p.Family, PublicIPID: *stored.ID})
+		for id, a := range plan.PublicIPAddresses([]*armnetwork.PublicIPAddress{stored}) {
+			pipAddrs[id] = a
+		}
+	}
+	return fronts, existing, plans, pipAddrs, nil
+}
+
+func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	fronts, existing, plans, pipAddrs, err := l.frontends(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	var members []*plan.Service
+	release := func() {}
+	if l.multi != nil {
+		p, err := l.multi.PlaceService(ctx, c, s, fronts)
+		if err != nil {
+			return nil, err
+		}
+		release = p.Release
+		defer release() // on every return; idempotent
+		if p.From != nil {
+			if err := l.move(ctx, p, s); err != nil {
+				return nil, err
+			}
+		}
+		c, members = p.Cluster, p.Members
+	}
+	lb, err := l.applyService(ctx, c, s, fronts, members)
+	release() // the rules are on Azure (or not coming): placement counts them from there now
+	if err != nil {
+		return nil, err
+	}
+	return l.finish(ctx, c, s, lb, fronts, existing, plans, pipAddrs, nodes)
+}
+
+// move takes the service and the services sharing its frontend off the load balancers they
+// must leave: the frontend (public IP or private address) must leave the old load balancer
+// before the new one can carry it.
+func (l *LoadBalancer) move(ctx context.Context, p *multislb.Placement, s *plan.Service) error {
+	for _, m := range append([]*plan.Service{s}, p.Members...) {
+		for _, in := range []bool{false, true} {
+			if err := l.removeFromLB(ctx, p.From, p.From.LBName(in), m); err != nil {
+				return fmt.Errorf("moving off %s: %w", p.From.LBName(in), err)
+			}
+		}
+		l.multi.Moved(m, p.From, p.Cluster)
+	}
+	return nil
+}
+
+// applyService writes the service's frontends, rules and probes on its load balancer, with
+// those of the services sharing its frontend that moved with it.
+func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *plan.Service, fronts []plan.Frontend, members []*plan.Service) (*armnetwork.LoadBalancer, error) {
+	name := c.LBName(s.Opts.Internal)
+	lb, err := l.lbWriter(c, name).Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		next, err := plan.ApplyService(cur, c, s, fronts)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range members {
+			if n, err := plan.ApplyService(next, c, m, fronts); err == nil {
+				next = n
+			} else {
+				klog.ErrorS(err, "Re-applying a service that shares the moved IP", "service", m.Key())
+			}
+		}
+		return next, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load balancer %s: %w", name, err)
+	}
+	return lb, nil
+}
+
+// finish does what follows the load balancer write: nothing of the service left on the other
+// load balancers, backend pools, NSG rules, public IPs no longer used; then the status.
+func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Service, lb *armnetwork.LoadBalancer, fronts []plan.Frontend,
+	existing []*armnetwork.PublicIPAddress, plans []plan.PublicIPPlan, pipAddrs map[string]netip.Addr, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	internal := s.Opts.Internal
+	// The service may have switched between internal and public: leave nothing on the other LB.
+	if err := l.removeFromLB(ctx, c, c.LBName(!internal), s); err != nil {
+		return nil, err
+	}
+	if l.multi != nil {
+		if err := l.cleanOtherConfigs(ctx, c, s); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.syncBackends(ctx, c, lb, nodes); err != nil {
+		return nil, fmt.Errorf("backend pools of %s: %w", c.LBName(internal), err)
+	}
+	if s.LocalPool {
+		res, err := l.multi.WriteLocalPool(ctx, c, lb, s, nodes)
+		multislb.CountLocalSync("reconcile", res, err)
+		if err != nil {
+			return nil, err
+		}
+	}
+	ips := plan.ServiceIPs(lb, s.LBName(), pipAddrs)
+	if len(ips) < len(fronts) {
+		return nil, fmt.Errorf("load balancer %s: the service's frontend has no IP address yet", c.LBName(internal))
+	}
+	if err := l.ensureSecurity(ctx, c, s, ips, nodes, true); err != nil {
+		return nil, err
+	}
+	// Public IPs the service no longer uses (renamed, switched to internal or to a user PIP).
+	pipRG := plan.PublicIPResourceGroup(l.cfg, s)
+	for _, p := range plan.ReleasablePIPs(c, s.Key(), existing, plans) {
+		if err := l.releasePIP(ctx, c, s, pipRG, p); err != nil {
+			return nil, err
+		}
+	}
+	return plan.Status(ips, s.Opts.AdditionalPublicIPs), nil
+}
+
+// removeFromLB takes the service off one load balancer, deleting the load balancer when nothing
+// is left on it (after emptying its pools).
+func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName string, s *plan.Service) error {
+	svcLBName := s.LBName()
+	w := l.lbWriter(c, lbName)
+	cur, err := w.Peek(ctx)
+	if err != nil {
+		return fmt.Errorf("load balancer %s: %w", lbName, err)
+	}
+	if cur == nil || !plan.HasServiceObjects(cur, svcLBName) {
+		return nil
+	}
+	lb, err := w.Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		if cur == nil {
+			return nil, nil
+		}
+		// Edits cur in place; nil only signals "empty".
+		plan.RemoveServiceAndPools(cur, c, svcLBName, s.Svc.Namespace, s.Svc.Name)
+		return cur, nil
+	})
+	if err != nil {
+		return fmt.Errorf("load balancer %s: %w", lbName, err)
+	}
+	if lb == nil || lb.Properties == nil || len(lb.Properties.FrontendIPConfigurations) > 0 {
+		return nil
+	}
+	// No frontend is left: empty the pools, then delete the load balancer if it is still empty.
+	if l.opts.Backends != nil {
+		if err := l.opts.Backends.Detach(ctx, c.ClusterName, lb); err != nil {
+			return fmt.Errorf("emptying backend pools of %s: %w", lbName, err)
+		}
+	}
+	_, err = w.Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		if cur == nil || (cur.Properties != nil && len(cur.Properties.FrontendIPConfigurations) > 0) {
+			return cur, nil
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting load balancer %s: %w", lbName, err)
+	}
+	klog.V(2).InfoS("Deleted empty load balancer", "loadBalancer", lbName)
+	return nil
+}
+
+// cleanOtherConfigs removes the service from every load balancer of the other configurations
+// (what a move interrupted by a restart may have left).
+func (l *LoadBalancer) cleanOtherConfigs(ctx context.Context, keep *plan.Cluster, s *plan.Service) error {
+	var errs []error
+	for _, c := range l.clusters(keep.ClusterName) {
+		if strings.EqualFold(c.LBNamePrefix, keep.LBNamePrefix) {
+			continue
+		}
+		for _, in := range []bool{false, true} {
+			errs = append(errs, l.removeFromLB(ctx, c, c.LBName(in), s))
+		}
+	}
+	return errors.Join(errs...)
+}

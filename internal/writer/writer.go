@@ -1,0 +1,500 @@
+// Package writer is a group-commit writer for one Azure resource. Every change to the resource
+// (from any controller) is a Mutation submitted to the resource's Writer. The writer batches all
+// pending mutations into one read-modify-write: read (from its cache while fresh), apply every
+// mutation in order, PUT once with If-Match, on 412 re-read and re-apply, then report each
+// mutation's own result. N concurrent changes cost one PUT, and no writer overwrites another.
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// Store reads and writes one resource. Implementations wrap an ARM client (LB, NSG, PIP, backend
+// pool …) or a fake in tests.
+type Store[T any] interface {
+	// Get returns the resource and its ETag, or (nil, "", nil) when it does not exist.
+	Get(ctx context.Context) (*T, string, error)
+	// Put writes obj conditionally on etag (If-Match; "" means the resource is being created)
+	// and returns the stored resource and its new ETag.
+	Put(ctx context.Context, obj *T, etag string) (*T, string, error)
+	// Delete removes the resource conditionally on etag.
+	Delete(ctx context.Context, etag string) error
+}
+
+// ChildStore is a Store whose resource has children that Azure also writes on their own (the
+// backend pools of a load balancer). A batch whose mutations all said they change one child
+// (SubmitChild), and that changed nothing else, is written with the child's own API: a smaller
+// request that cannot disturb the rest of the resource. The resource stays one writer's: the
+// child API carries the resource's ETag in If-Match, as a whole PUT does.
+type ChildStore[T any] interface {
+	Store[T]
+	// OnlyChildChanged reports whether work differs from cur in the named child alone, and that
+	// child exists in both.
+	OnlyChildChanged(cur, work *T, child string) bool
+	// PutChild writes work's named child conditionally on etag and returns work as Azure now has
+	// it (its child replaced by Azure's answer).
+	PutChild(ctx context.Context, work *T, child, etag string) (*T, error)
+}
+
+// Mutation changes the resource model. cur is a private copy (nil when the resource does not
+// exist); the mutation may edit it in place and return it, return a new value, or return nil to
+// ask for the resource to be deleted. A mutation that returns an error is rolled back and fails
+// alone. Mutations may run more than once (after a 412), so they must be functions of their input.
+type Mutation[T any] func(cur *T) (*T, error)
+
+// ErrPreconditionFailed can be returned by a Store to signal an ETag mismatch.
+var ErrPreconditionFailed = errors.New("precondition failed (etag mismatch)")
+
+// Options tune a Writer; zero values give the defaults.
+type Options[T any] struct {
+	// Clone deep-copies a model; default: DeepCopy.
+	Clone func(*T) *T
+	// Equal decides whether a batch changed anything; default: DeepEqual (the SDK's models
+	// hold only data, so equal values encode equally). Equal batches write nothing, so
+	// steady-state reconciles cost no ARM write.
+	Equal func(a, b *T) bool
+	// CacheTTL is how long the last read or written model is reused without a GET. 0 disables the
+	// cache. A stale cache is harmless (the PUT fails with 412 and the batch is re-read) but costs
+	// a round trip.
+	CacheTTL time.Duration
+	// MaxAttempts bounds read-apply-write rounds of one batch on 412 (default 5).
+	MaxAttempts int
+	// IsPreconditionFailed recognises an ETag mismatch; default: ErrPreconditionFailed or an
+	// azcore.ResponseError with status 412.
+	IsPreconditionFailed func(error) bool
+	// Timeout bounds one batch's ARM calls (default 5 minutes). Batches do not inherit a caller's
+	// context because they serve many callers.
+	Timeout time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+	// MaxBatch caps the mutations of one batch; 0 means no cap. 1 turns group commit off (one
+	// read-modify-write per mutation): only the benchmark's no-merging baseline uses it.
+	MaxBatch int
+	// Gather is how long a batch waits for more mutations before it is taken, when its read came
+	// from the cache (an ARM read is a window of its own). Concurrent reconciles that reach the
+	// writer a few milliseconds apart — e.g. every service of the previous load balancer batch,
+	// moving on to the NSG together — then share one write instead of two. 0: no wait.
+	Gather time.Duration
+}
+
+type result[T any] struct {
+	obj *T
+	err error
+}
+
+type request[T any] struct {
+	ctx context.Context
+	m   Mutation[T]
+	// child names the one child m changes (SubmitChild); "" for any change.
+	child string
+	done  chan result[T]
+}
+
+// Writer serialises all changes to one resource through group commit.
+type Writer[T any] struct {
+	store Store[T]
+	opts  Options[T]
+
+	mu        sync.Mutex
+	pending   []*request[T]
+	running   bool
+	cached    bool
+	cache     *T
+	cacheETag string
+	cacheAt   time.Time
+	// gen counts changes of the cache (remembered or dropped): a read caches its result only if
+	// nothing changed while it was in flight, so a slow response never replaces a newer model.
+	gen   uint64
+	stats Stats
+}
+
+// Stats counts a writer's ARM traffic (for tests and metrics).
+type Stats struct {
+	Batches, Gets, Puts, ChildPuts, Deletes, Conflicts int
+}
+
+// New returns a writer for the resource behind store.
+func New[T any](store Store[T], opts Options[T]) *Writer[T] {
+	if opts.Clone == nil {
+		opts.Clone = DeepCopy[T]
+	}
+	if opts.Equal == nil {
+		opts.Equal = DeepEqual[T]
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 5
+	}
+	if opts.IsPreconditionFailed == nil {
+		opts.IsPreconditionFailed = IsPreconditionFailed
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Writer[T]{store: store, opts: opts}
+}
+
+// IsPreconditionFailed reports whether err is an ETag mismatch.
+func IsPreconditionFailed(err error) bool {
+	if errors.Is(err, ErrPreconditionFailed) {
+		return true
+	}
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
+}
+
+// Submit queues m and blocks until the batch holding it is committed. It returns the resource as
+// stored after that batch (shared between the batch's callers: read it, do not modify it; nil if
+// the resource was deleted or does not exist) and m's own error, or the write's error.
+func (w *Writer[T]) Submit(ctx context.Context, m Mutation[T]) (*T, error) {
+	return w.submit(ctx, "", m)
+}
+
+// SubmitChild is Submit for a mutation that changes only the named child of the resource (a
+// backend pool of a load balancer). When every mutation of its batch changed that child alone,
+// the batch is written with the child's API (see ChildStore); otherwise, or when the store has
+// no child API, it is one whole write like any other.
+func (w *Writer[T]) SubmitChild(ctx context.Context, child string, m Mutation[T]) (*T, error) {
+	return w.submit(ctx, child, m)
+}
+
+func (w *Writer[T]) submit(ctx context.Context, child string, m Mutation[T]) (*T, error) {
+	r := &request[T]{ctx: ctx, m: m, child: child, done: make(chan result[T], 1)}
+	w.mu.Lock()
+	w.pending = append(w.pending, r)
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+	w.mu.Unlock()
+	select {
+	case res := <-r.done:
+		return res.obj, res.err
+	case <-ctx.Done():
+		// The mutation may still be applied if its batch was already taken; the caller re-reconciles.
+		return nil, ctx.Err()
+	}
+}
+
+// Get returns the resource as the writer knows it (from its cache while fresh, else read), as a
+// private copy; nil when it does not exist.
+func (w *Writer[T]) Get(ctx context.Context) (*T, error) {
+	obj, _, _, err := w.read(ctx)
+	return obj, err
+}
+
+// Peek is Get without the copy, for callers that only look: the model may be shared with the
+// writer's cache and with other callers, so it must not be modified. Copying a load balancer
+// whose pools hold thousands of addresses costs milliseconds and megabytes, and most reads of
+// a reconcile only look for a frontend or a pool.
+func (w *Writer[T]) Peek(ctx context.Context) (*T, error) {
+	obj, _, _, err := w.readShared(ctx)
+	return obj, err
+}
+
+// CachedETag returns the ETag of the cached model while the cache is fresh ("" and true when the
+// resource is known not to exist), without copying the model: callers use it to tell that
+// nothing changed since they last looked.
+func (w *Writer[T]) CachedETag() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
+		return w.cacheETag, true
+	}
+	return "", false
+}
+
+// Invalidate drops the cached model so the next batch reads the resource again.
+func (w *Writer[T]) Invalidate() {
+	w.mu.Lock()
+	w.dropLocked()
+	w.mu.Unlock()
+}
+
+func (w *Writer[T]) dropLocked() {
+	w.cached, w.cache = false, nil
+	w.gen++
+}
+
+// InvalidateOlderThan drops the cached model if it was read or written more than age ago, so
+// that a caller that wants Azure's current state gets it without re-reading for every call.
+func (w *Writer[T]) InvalidateOlderThan(age time.Duration) {
+	w.mu.Lock()
+	if w.cached && w.opts.Now().Sub(w.cacheAt) > age {
+		w.dropLocked()
+	}
+	w.mu.Unlock()
+}
+
+// Pending is the number of queued, not yet batched mutations.
+func (w *Writer[T]) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending)
+}
+
+// Stats returns the writer's counters.
+func (w *Writer[T]) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+func (w *Writer[T]) run() {
+	for {
+		w.mu.Lock()
+		if len(w.pending) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.stats.Batches++
+		w.mu.Unlock()
+		w.commit()
+	}
+}
+
+// drain takes the queued requests (up to MaxBatch together with the have already taken),
+// answering those whose caller already gave up.
+func (w *Writer[T]) drain(have int) []*request[T] {
+	w.mu.Lock()
+	batch := w.pending
+	w.pending = nil
+	if room := w.opts.MaxBatch - have; w.opts.MaxBatch > 0 && len(batch) > room {
+		batch, w.pending = batch[:max(room, 0):max(room, 0)], batch[max(room, 0):]
+	}
+	w.mu.Unlock()
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- result[T]{err: err}
+			continue
+		}
+		live = append(live, r)
+	}
+	return live
+}
+
+// commit runs one batch. The read happens before the batch is taken, so every mutation submitted
+// while the read is in flight joins this batch: the read latency is the batching window.
+func (w *Writer[T]) commit() {
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.Timeout)
+	defer cancel()
+
+	var batch []*request[T]
+	for attempt := 1; ; attempt++ {
+		cur, etag, fromCache, err := w.readShared(ctx)
+		if attempt == 1 && fromCache && err == nil && w.opts.Gather > 0 {
+			time.Sleep(w.opts.Gather)
+		}
+		batch = append(batch, w.drain(len(batch))...)
+		if err != nil {
+			w.finish(batch, nil, nil, fmt.Errorf("read: %w", err))
+			return
+		}
+		if len(batch) == 0 {
+			return
+		}
+		work, errs := w.applyAll(cur, batch)
+
+		stored, err := w.write(ctx, cur, work, etag, batchChild(batch, errs))
+		if err != nil && w.opts.IsPreconditionFailed(err) && attempt < w.opts.MaxAttempts {
+			continue // re-read and re-apply the whole batch (plus anything queued meanwhile)
+		}
+		w.finish(batch, errs, stored, err)
+		return
+	}
+}
+
+// applyAll applies the batch's mutations in order to a copy of cur and returns the result and
+// each mutation's error. A failed mutation may have edited the model before failing; rather
+// than copying the model before every mutation (a big load balancer takes milliseconds to copy,
+// times the batch), the model is rebuilt from cur with the mutations that succeeded, which are
+// functions of their input and so give the same result again.
+func (w *Writer[T]) applyAll(cur *T, batch []*request[T]) (*T, []error) {
+	errs := make([]error, len(batch))
+	var ok []int
+	work := w.opts.Clone(cur)
+	for i, r := range batch {
+		next, err := apply(r.m, work)
+		if err == nil {
+			ok, work = append(ok, i), next
+			continue
+		}
+		errs[i] = err
+		// Rebuild; a mutation that fails on the replay (it should not) is dropped too.
+		for rebuilt := false; !rebuilt; {
+			rebuilt, work = true, w.opts.Clone(cur)
+			for k, j := range ok {
+				next, err := apply(batch[j].m, work)
+				if err != nil {
+					errs[j] = err
+					ok = append(ok[:k:k], ok[k+1:]...)
+					rebuilt = false
+					break
+				}
+				work = next
+			}
+		}
+	}
+	return work, errs
+}
+
+// apply runs one mutation, turning a panic into that mutation's error.
+func apply[T any](m Mutation[T], cur *T) (next *T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("mutation panicked: %v", p)
+		}
+	}()
+	return m(cur)
+}
+
+// read returns a private copy of the resource, its ETag, and whether it came from the cache.
+func (w *Writer[T]) read(ctx context.Context) (*T, string, bool, error) {
+	obj, etag, fromCache, err := w.readShared(ctx)
+	return w.opts.Clone(obj), etag, fromCache, err
+}
+
+// readShared is read without the copy, for commit, which never modifies cur (applyAll works on
+// a copy of it).
+func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
+	w.mu.Lock()
+	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
+		// The cached model is never modified in place (remember stores a fresh copy).
+		cache, etag := w.cache, w.cacheETag
+		w.mu.Unlock()
+		return cache, etag, true, nil
+	}
+	w.stats.Gets++
+	gen := w.gen
+	w.mu.Unlock()
+	obj, etag, err := w.store.Get(ctx)
+	if err != nil {
+		w.mu.Lock()
+		if w.gen == gen {
+			w.dropLocked()
+		}
+		w.mu.Unlock()
+		return nil, "", false, err
+	}
+	// Readers outside commit (Get, Peek) run concurrently with commit's writes: a response
+	// that left Azure before a PUT can arrive after the PUT's result was remembered.
+	w.rememberIf(obj, etag, gen)
+	return obj, etag, false, nil
+}
+
+func (w *Writer[T]) remember(obj *T, etag string) {
+	w.mu.Lock()
+	w.cached, w.cache, w.cacheETag, w.cacheAt = true, w.opts.Clone(obj), etag, w.opts.Now()
+	w.gen++
+	w.mu.Unlock()
+}
+
+// rememberIf caches a read's result unless the cache changed since the read was sent.
+func (w *Writer[T]) rememberIf(obj *T, etag string, gen uint64) {
+	c := w.opts.Clone(obj)
+	w.mu.Lock()
+	if w.gen == gen {
+		w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
+		w.gen++
+	}
+	w.mu.Unlock()
+}
+
+// batchChild is the child every successful mutation of the batch changes alone ("" when they
+// do not agree, or one of them may change anything).
+func batchChild[T any](batch []*request[T], errs []error) string {
+	child := ""
+	for i, r := range batch {
+		if errs != nil && errs[i] != nil {
+			continue
+		}
+		if r.child == "" || (child != "" && !strings.EqualFold(child, r.child)) {
+			return ""
+		}
+		child = r.child
+	}
+	return child
+}
+
+// write persists work if it differs from cur and returns the stored model. child, when set,
+// is the one child the batch's mutations meant to change.
+func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string) (*T, error) {
+	switch {
+	case (cur == nil && work == nil) || (cur != nil && work != nil && w.opts.Equal(cur, work)):
+		return cur, nil
+	case child != "" && cur != nil && work != nil:
+		cs, ok := w.store.(ChildStore[T])
+		if !ok || !cs.OnlyChildChanged(cur, work, child) {
+			break
+		}
+		w.count(func(s *Stats) { s.ChildPuts++ })
+		stored, err := cs.PutChild(ctx, work, child, etag)
+		if err != nil {
+			w.failed(err)
+			return nil, fmt.Errorf("put %s: %w", child, err)
+		}
+		// The child API answers with the child alone: the resource's new ETag, and whatever
+		// else changed with it, are not known, so the next batch reads the resource again.
+		w.Invalidate()
+		return stored, nil
+	}
+	switch {
+	case work == nil:
+		w.count(func(s *Stats) { s.Deletes++ })
+		if err := w.store.Delete(ctx, etag); err != nil {
+			w.failed(err)
+			return nil, fmt.Errorf("delete: %w", err)
+		}
+		w.remember(nil, "")
+		return nil, nil
+	default:
+		w.count(func(s *Stats) { s.Puts++ })
+		stored, newETag, err := w.store.Put(ctx, work, etag)
+		if err != nil {
+			w.failed(err)
+			return nil, fmt.Errorf("put: %w", err)
+		}
+		w.remember(stored, newETag)
+		return stored, nil
+	}
+}
+
+func (w *Writer[T]) failed(err error) {
+	if w.opts.IsPreconditionFailed(err) {
+		w.count(func(s *Stats) { s.Conflicts++ })
+	}
+	w.Invalidate()
+}
+
+func (w *Writer[T]) count(f func(*Stats)) {
+	w.mu.Lock()
+	f(&w.stats)
+	w.mu.Unlock()
+}
+
+// finish answers every request: its own mutation error, else the batch's write error.
+func (w *Writer[T]) finish(batch []*request[T], errs []error, stored *T, writeErr error) {
+	var shared *T
+	if writeErr == nil && stored != nil {
+		shared = w.opts.Clone(stored)
+	}
+	for i, r := range batch {
+		res := result[T]{obj: shared, err: writeErr}
+		if errs != nil && errs[i] != nil {
+			res = result[T]{err: errs[i]}
+		}
+		r.done <- res
+	}
+}
