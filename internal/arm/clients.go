@@ -69,7 +69,7 @@ type Clients struct {
 	coalescer *coalescePolicy
 }
 
-// DefaultRetry is azcore's retry policy configured as the DESIGN asks: bounded, exponential with
+// DefaultRetry is azcore's retry policy, bounded and exponential with
 // jitter (azcore adds it), for 408 and 5xx only. 429 is left to the throttle gate.
 func DefaultRetry(cfg *config.Config) policy.RetryOptions {
 	r := policy.RetryOptions{

@@ -150,7 +150,7 @@ type MultipleStandardLoadBalancerConfiguration struct {
 	PrimaryVMSet          string `json:"primaryVMSet,omitempty"`
 	AllowServicePlacement *bool  `json:"allowServicePlacement,omitempty"`
 	// AutoPlaceServices false: only services naming this entry in the
-	// azure-load-balancer-configurations annotation are placed on it (seed 004; default true).
+	// azure-load-balancer-configurations annotation are placed on it (default true).
 	AutoPlaceServices        *bool                 `json:"autoPlaceServices,omitempty"`
 	ServiceLabelSelector     *metav1.LabelSelector `json:"serviceLabelSelector,omitempty"`
 	ServiceNamespaceSelector *metav1.LabelSelector `json:"serviceNamespaceSelector,omitempty"`

@@ -44,12 +44,9 @@ type Class struct {
 }
 
 // skus are the managed disk SKUs ARM accepts, by lower-case name.
-var skus = map[string]string{}
-
-func init() {
-	for _, s := range []string{"Standard_LRS", "Premium_LRS", "StandardSSD_LRS", "UltraSSD_LRS", "Premium_ZRS", "StandardSSD_ZRS", "PremiumV2_LRS"} {
-		skus[strings.ToLower(s)] = s
-	}
+var skus = map[string]string{
+	"standard_lrs": "Standard_LRS", "premium_lrs": "Premium_LRS", "standardssd_lrs": "StandardSSD_LRS", "ultrassd_lrs": "UltraSSD_LRS",
+	"premium_zrs": "Premium_ZRS", "standardssd_zrs": "StandardSSD_ZRS", "premiumv2_lrs": "PremiumV2_LRS",
 }
 
 // ParseClass reads the StorageClass parameters. Unknown parameters are errors, so that a typo

@@ -18,7 +18,7 @@ func Labels(location string, armZones []string) map[string]string {
 }
 
 // NodeAffinity keeps pods of a zonal disk's PV on nodes of that zone; nil for a non-zonal disk
-// (which the seed cannot pin: non-zoned nodes carry fault domain numbers, not a common label).
+// (which cannot be pinned: non-zoned nodes carry fault domain numbers, not a common label).
 func NodeAffinity(labels map[string]string) *v1.VolumeNodeAffinity {
 	zone, ok := labels[v1.LabelTopologyZone]
 	if !ok {

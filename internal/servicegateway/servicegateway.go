@@ -1,7 +1,7 @@
 // Package servicegateway is container-based load balancing: LoadBalancer Services whose
-// backends are pods, registered with the Azure service gateway (seed 002). The controller
-// (servicegateway/controller) serves these Services; this package only tells the rest of the
-// CCM when the mode is on, so the node-based load balancer code leaves them alone.
+// backends are pods, registered with the Azure service gateway. The controller
+// (internal/controllers/servicegateway) serves these Services; this package only tells the rest
+// of the CCM when the mode is on, so the node-based load balancer code leaves them alone.
 package servicegateway
 
 import (

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/test/bench/report"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )

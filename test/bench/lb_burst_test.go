@@ -34,7 +34,7 @@ var (
 
 const steadyNodeSyncPeriod = "5s"
 
-// issueLatency is the latency model of issue 5: LB PUT 1 s, PIP PUT 0.5 s, NSG PUT 0.5 s,
+// issueLatency is the burst's latency model: LB PUT 1 s, PIP PUT 0.5 s, NSG PUT 0.5 s,
 // GET 50 ms (other writes and deletes 300 ms, as azsim's realistic model).
 func issueLatency() client.LatencyModel {
 	d := func(x time.Duration) middleware.Duration { return middleware.Duration(x) }

@@ -24,7 +24,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
-// Local services with pod churn (issue 11); BENCH_LOCAL_* shrink or lengthen it.
+// Local services with pod churn; BENCH_LOCAL_* shrink or lengthen it.
 var (
 	localServices = envInt("BENCH_LOCAL_SERVICES", 50)
 	localNodes    = envInt("BENCH_LOCAL_NODES", 100)

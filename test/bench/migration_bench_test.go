@@ -25,6 +25,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/migration"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
@@ -182,7 +183,7 @@ func TestMigrationBench(t *testing.T) {
 						addrs[*f.Properties.PrivateIPAddress] = true
 					}
 					if f.Properties.PublicIPAddress != nil {
-						pip, err := net.NewPublicIPAddressesClient().Get(ctx, rg, lastSegment(*f.Properties.PublicIPAddress.ID), nil)
+						pip, err := net.NewPublicIPAddressesClient().Get(ctx, rg, azureid.Name(*f.Properties.PublicIPAddress.ID), nil)
 						if err != nil {
 							return false, err
 						}
@@ -246,8 +247,6 @@ func benchWindows(t *testing.T, e *framework.Env) string {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return fmt.Sprintf("min %s, median %s, p90 %s, max %s", ds[0], ds[len(ds)/2], ds[len(ds)*9/10], ds[len(ds)-1])
 }
-
-func lastSegment(id string) string { return id[strings.LastIndex(id, "/")+1:] }
 
 // benchNetwork is an SDK client factory logged in to azsim as the CCM's service principal.
 func benchNetwork(t *testing.T, a *framework.Azure) *armnetwork.ClientFactory {

@@ -19,7 +19,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
-// Issue 7's scale run; BENCH_MSLB_* shrink it.
+// The multiple-load-balancer scale run; BENCH_MSLB_* shrink it.
 var (
 	mslbServices = envInt("BENCH_MSLB_SERVICES", 1000)
 	mslbNodes    = envInt("BENCH_MSLB_NODES", 100)

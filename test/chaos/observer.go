@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 )
 
 // observe journals, every interval until ctx ends, each change of who holds which address:
@@ -41,7 +43,7 @@ func (r *run) observe(ctx context.Context, nsgID string, interval time.Duration)
 			for _, lb := range lbs {
 				for _, fe := range arr(lb, "properties", "frontendIPConfigurations") {
 					p := obj(fe, "properties")
-					now["frontend "+str(lb, "name")+"/"+str(fe, "name")] = str(p, "privateIPAddress") + lastSegment(str(p, "publicIPAddress", "id"))
+					now["frontend "+str(lb, "name")+"/"+str(fe, "name")] = str(p, "privateIPAddress") + pipName(str(p, "publicIPAddress", "id"))
 				}
 			}
 		}
@@ -70,9 +72,10 @@ func (r *run) observe(ctx context.Context, nsgID string, interval time.Duration)
 	}
 }
 
-func lastSegment(id string) string {
+// pipName names a frontend's public IP in the journal ("" for none).
+func pipName(id string) string {
 	if id == "" {
 		return ""
 	}
-	return "pip:" + id[strings.LastIndex(id, "/")+1:]
+	return "pip:" + azureid.Name(id)
 }

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
@@ -151,7 +151,7 @@ func adminStateNodeEvent(e *framework.Env, node, reason string) framework.Condit
 
 // TestAdminState: a public and an internal LoadBalancer service on IP-based (nodeIP) pools;
 // draining nodes' backend entries go admin state Down on both load balancers and come back
-// None (seed 000 part 3).
+// None.
 func TestAdminState(t *testing.T) {
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})

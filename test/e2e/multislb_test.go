@@ -23,7 +23,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
-// Three load balancer configurations (seed 004):
+// Three load balancer configurations:
 //   - kubernetes: the default, no selectors;
 //   - lb-a: services labelled team=a, nodes labelled lb=a;
 //   - lb-b: primary VM set pool1 (its nodes always go there), no selectors.
@@ -138,7 +138,7 @@ func (m *mslbEnv) ipOf(name string) string {
 	return ingressIPs(s)[0]
 }
 
-// TestMultipleStandardLoadBalancers runs the seed 004 scenarios against one cluster with three
+// TestMultipleStandardLoadBalancers runs the multiple-load-balancer scenarios against one cluster with three
 // load balancer configurations, in order (later groups build on earlier ones).
 func TestMultipleStandardLoadBalancers(t *testing.T) {
 	m := mslbStart(t)

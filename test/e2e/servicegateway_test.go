@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
-	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
 	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
+	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )

@@ -503,7 +503,7 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		}
 		return out
 	}
-	// Node placement (seed 004) spreads the nodes over the two load balancers: pools hold a
+	// Node placement spreads the nodes over the two load balancers: pools hold a
 	// subset of the nodes, so only the states of the entries present are checked.
 	e.placedNodes = true
 	e.setTaint(1, outOfService)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// Metric names all start with loadbalancer_adminstate (seed 000 part 3).
+// Metric names all start with loadbalancer_adminstate.
 const subsystem = "loadbalancer_adminstate"
 
 var (

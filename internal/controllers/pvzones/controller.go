@@ -1,4 +1,4 @@
-// Package pvzones is the pv-zone-labels controller (seed 001's GetLabelsForVolume): it labels
+// Package pvzones is the pv-zone-labels controller (the existing provider's GetLabelsForVolume): it labels
 // PersistentVolumes of Azure managed disks with topology.kubernetes.io/region and, for zonal
 // disks, topology.kubernetes.io/zone = <region>-<n>, read from the disk in ARM, and adds the
 // matching node affinity when the PV has none (spec.nodeAffinity cannot be changed once set).

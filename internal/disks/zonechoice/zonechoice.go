@@ -1,5 +1,5 @@
 // Package zonechoice decides the availability zone of a new managed disk from the StorageClass
-// and the cluster's nodes, by the rules of seed 001. It is pure: the caller gathers the inputs
+// and the cluster's nodes (the rules are on Choose). It is pure: the caller gathers the inputs
 // (class parameters, the selected node's zone label, the zone labels of all nodes, a round-robin
 // counter) and acts on the answer.
 package zonechoice

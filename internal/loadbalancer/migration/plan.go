@@ -1,4 +1,4 @@
-// Package migration moves a cluster from Basic to Standard load balancers (seed 000, part 2):
+// Package migration moves a cluster from Basic to Standard load balancers:
 // the operator sets loadBalancerSku to Standard and restarts the CCM, which, once per start and
 // before any service reconcile, decouples the nodes from the Basic pools, deletes the Basic load
 // balancers, upgrades their public IPs in place to Standard and hands every LoadBalancer service

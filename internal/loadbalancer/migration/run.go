@@ -313,7 +313,7 @@ func (x *executor) eventAll(p *Plan, typ, reason, msg string) {
 }
 
 // checkOutbound warns when the Standard public load balancer has no outbound rule: outbound
-// connectivity is the operator's job after the migration (seed 000).
+// connectivity is the operator's job after the migration.
 func (x *executor) checkOutbound(ctx context.Context) {
 	prefix := x.o.Config.LoadBalancerName
 	if prefix == "" {

@@ -1,4 +1,4 @@
-// Package placement decides, with multiple Standard load balancers (seed 004), which load
+// Package placement decides, with multiple Standard load balancers, which load
 // balancer a service and a node belong to. Pure functions of the configuration, the cluster
 // objects and the current placement read from Azure: no I/O, table-tested.
 //
@@ -234,7 +234,7 @@ type Node struct {
 	Current string
 }
 
-// NodeCandidates are the configurations a node may join, by the seed's rules (first match wins):
+// NodeCandidates are the configurations a node may join, by these rules (first match wins):
 // the one naming the node's VM set as primaryVMSet; else every one whose nodeSelector matches
 // the node; else every one without a nodeSelector.
 func NodeCandidates(cfgs []Config, n Node) []string {

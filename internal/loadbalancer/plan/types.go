@@ -62,7 +62,7 @@ type Service struct {
 	Svc  *v1.Service
 	Opts *annotations.ServiceOptions
 	// LocalPool: the rules use the service's dedicated backend pool instead of the cluster pool
-	// (externalTrafficPolicy: Local with multiple Standard load balancers, seed 004).
+	// (externalTrafficPolicy: Local with multiple Standard load balancers).
 	LocalPool bool
 }
 

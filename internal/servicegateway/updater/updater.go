@@ -1,5 +1,4 @@
-// Package updater is the batching updater of container-based load balancing (the seed's
-// LocationAndNRPServiceBatchUpdater): one worker consumes a coalescing trigger and turns
+// Package updater is the batching updater of container-based load balancing: one worker consumes a coalescing trigger and turns
 // every burst of cluster changes held by the DiffTracker into as few ARM calls as possible.
 // Service resources (load balancer + public IP, or NAT gateway + public IP) are written and
 // registered with the gateway before any address names the service, and removed only after

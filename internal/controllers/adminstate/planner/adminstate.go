@@ -14,7 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// Draining taints (seed 000 part 3). Either one, with any effect, makes a node draining.
+// Draining taints. Either one, with any effect, makes a node draining.
 const (
 	// TaintOutOfService is the GA taint maintenance tooling adds to a node leaving service.
 	TaintOutOfService = "node.kubernetes.io/out-of-service"
@@ -37,7 +37,7 @@ const (
 
 // IsDrainingTaint reports whether t is one of the draining taints. Cordon
 // (node.kubernetes.io/unschedulable) is deliberately not one: it flips too often and does not
-// mean "take traffic away now" (seed discussion).
+// mean "take traffic away now".
 func IsDrainingTaint(t v1.Taint) bool {
 	switch t.Key {
 	case TaintOutOfService:
