@@ -41,6 +41,9 @@ func Register(e *arm.Engine) {
 		arm.TypeSpec{Type: ns + "natGateways", APIVersions: arm.NetworkAPIVersions, Prepare: prepareNatGateway, BeforeDelete: beforeDeleteNatGateway},
 		serviceGatewaySpec(e),
 	)
+	e.Register(privateLinkSpecs()...)
+	registerPrivateLinkActions(e)
+	e.AddDeriver(derivePrivateLink)
 	e.AddDeriver(derive)
 }
 
