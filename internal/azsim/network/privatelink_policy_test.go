@@ -8,11 +8,11 @@ import (
 func TestDecideConnection(t *testing.T) {
 	const owner, other, third = "sub-a", "sub-b", "sub-c"
 	cases := []struct {
-		name               string
-		endpointSub        string
-		visibility, auto   []string
-		manual             bool
-		want               ConnectionOutcome
+		name             string
+		endpointSub      string
+		visibility, auto []string
+		manual           bool
+		want             ConnectionOutcome
 	}{
 		{"owner automatic", owner, nil, nil, false, OutcomeApproved},
 		{"owner manual waits", owner, nil, nil, true, OutcomePending},

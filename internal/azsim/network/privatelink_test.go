@@ -183,7 +183,7 @@ func TestPrivateLinkServiceCreateConformance(t *testing.T) {
 	}
 
 	// The network interface NRP creates: <name>.nic.<guid>, read-only, in the subnet.
-	if len(p.NetworkInterfaces) != 1 || !regexp.MustCompile(`/resourceGroups/rg1/providers/Microsoft.Network/networkInterfaces/testPls\.nic\.` + guidPattern + `$`).MatchString(*p.NetworkInterfaces[0].ID) {
+	if len(p.NetworkInterfaces) != 1 || !regexp.MustCompile(`/resourceGroups/rg1/providers/Microsoft.Network/networkInterfaces/testPls\.nic\.`+guidPattern+`$`).MatchString(*p.NetworkInterfaces[0].ID) {
 		t.Fatalf("networkInterfaces %+v", p.NetworkInterfaces)
 	}
 	nicID := *p.NetworkInterfaces[0].ID
