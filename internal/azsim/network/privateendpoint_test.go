@@ -118,7 +118,7 @@ func TestPrivateEndpointApprovalFlow(t *testing.T) {
 		t.Fatalf("manual connection %+v %+v", mc, mc.Properties)
 	}
 	// Its network interface lives in the consumer's group, with an address of the consumer's subnet.
-	if len(pe.Properties.NetworkInterfaces) != 1 || !regexp.MustCompile(`/subscriptions/` + subB + `/resourceGroups/consumer/providers/Microsoft.Network/networkInterfaces/testPe\.nic\.` + guidPattern + `$`).MatchString(*pe.Properties.NetworkInterfaces[0].ID) {
+	if len(pe.Properties.NetworkInterfaces) != 1 || !regexp.MustCompile(`/subscriptions/`+subB+`/resourceGroups/consumer/providers/Microsoft.Network/networkInterfaces/testPe\.nic\.`+guidPattern+`$`).MatchString(*pe.Properties.NetworkInterfaces[0].ID) {
 		t.Fatalf("networkInterfaces %+v", pe.Properties.NetworkInterfaces)
 	}
 	nicID := *pe.Properties.NetworkInterfaces[0].ID
@@ -146,7 +146,7 @@ func TestPrivateEndpointApprovalFlow(t *testing.T) {
 	}
 	conn := got.Properties.PrivateEndpointConnections[0]
 	connName := *conn.Name
-	if !regexp.MustCompile(`^testPe\.` + guidPattern + `$`).MatchString(connName) ||
+	if !regexp.MustCompile(`^testPe\.`+guidPattern+`$`).MatchString(connName) ||
 		*conn.ID != *pls.ID+"/privateEndpointConnections/"+connName || *conn.Type != "Microsoft.Network/privateLinkServices/privateEndpointConnections" ||
 		*conn.Properties.PrivateEndpoint.ID != peID || *conn.Properties.PrivateLinkServiceConnectionState.Status != StatePending ||
 		*conn.Properties.PrivateEndpointLocation != testLoc || !regexp.MustCompile(`^\d+$`).MatchString(*conn.Properties.LinkIdentifier) {
@@ -155,7 +155,7 @@ func TestPrivateEndpointApprovalFlow(t *testing.T) {
 
 	// The owner approves: a synchronous PUT answering 200 with the connection.
 	approve := armnetwork.PrivateEndpointConnection{Name: &connName, Properties: &armnetwork.PrivateEndpointConnectionProperties{
-		PrivateEndpoint: &armnetwork.PrivateEndpoint{ID: &peID},
+		PrivateEndpoint:                   &armnetwork.PrivateEndpoint{ID: &peID},
 		PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{Status: ptr("Approved"), Description: ptr("approved it for some reason.")}}}
 	ab, _ := json.Marshal(approve)
 	resp := v.raw(http.MethodPut, *conn.ID+"?api-version="+apiVersion, string(ab), nil)
