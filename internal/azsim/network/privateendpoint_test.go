@@ -217,6 +217,19 @@ func TestPrivateEndpointApprovalFlow(t *testing.T) {
 	_, err = b.put(v, "two", two)
 	wantCode(t, err, 400, "InvalidNumberOfPrivateLinkServiceConnectionsSpecified")
 
+	// The consumer's lists (per group and subscription) show its endpoints.
+	n := 0
+	for pager := b.net.NewPrivateEndpointsClient().NewListBySubscriptionPager(nil); pager.More(); {
+		page, err := pager.NextPage(v.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page.Value)
+	}
+	if gl := b.net.NewPrivateEndpointsClient().NewListPager("consumer", nil); n != 2 || !gl.More() {
+		t.Fatalf("consumer B lists %d endpoints", n)
+	}
+
 	// The owner rejects the alias request.
 	list := map[string]string{}
 	pager := plsClient.NewListPrivateEndpointConnectionsPager(testRG, "testPls", nil)
