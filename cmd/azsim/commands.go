@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
@@ -19,16 +20,17 @@ type clientFunc func() (*client.Client, error)
 type command func(ctx context.Context, fs *flag.FlagSet, args []string, c clientFunc) error
 
 var clientCommands = map[string]command{
-	"seed":     seedCmd,
-	"fault":    faultCmd,
-	"latency":  latencyCmd,
-	"throttle": throttleCmd,
-	"stats":    statsCmd,
-	"get":      getCmd,
-	"list":     listCmd,
-	"imds-vm":  imdsVMCmd,
-	"vm":       vmCmd,
-	"reset":    simple(func(ctx context.Context, c *client.Client) error { return c.Reset(ctx) }),
+	"seed":          seedCmd,
+	"fault":         faultCmd,
+	"latency":       latencyCmd,
+	"throttle":      throttleCmd,
+	"stats":         statsCmd,
+	"get":           getCmd,
+	"list":          listCmd,
+	"imds-vm":       imdsVMCmd,
+	"vm":            vmCmd,
+	"pe-connection": peConnectionCmd,
+	"reset":         simple(func(ctx context.Context, c *client.Client) error { return c.Reset(ctx) }),
 	"info": simple(func(ctx context.Context, c *client.Client) error {
 		i, err := c.Info(ctx)
 		if err != nil {
@@ -313,4 +315,25 @@ func vmCmd(ctx context.Context, fs *flag.FlagSet, args []string, cf clientFunc) 
 		return err
 	}
 	return c.VMAction(ctx, fs.Arg(1), fs.Arg(0))
+}
+
+func peConnectionCmd(ctx context.Context, fs *flag.FlagSet, args []string, cf clientFunc) error {
+	desc := fs.String("description", "", "reason shown on the connection (approve, reject)")
+	// Flags may follow the positional arguments: azsim pe-connection approve <id> -description x.
+	var pos []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pos = append(pos, fs.Args()...)
+	if len(pos) != 2 {
+		return errors.New("pe-connection <approve|reject|remove> <private endpoint connection id> [-description text]")
+	}
+	c, err := cf()
+	if err != nil {
+		return err
+	}
+	return c.ConnectionAction(ctx, pos[1], pos[0], *desc)
 }

@@ -10,6 +10,7 @@
 //	azsim list <type>                    all resources of a type
 //	azsim imds-vm <vm>                   IMDS default VM
 //	azsim vm <delete|deallocate|powerOff|start|restart> <id>
+//	azsim pe-connection <approve|reject|remove> <id>   a private link service owner's decision
 //	azsim reset                          drop all state
 //
 // Client commands find the server through --url/AZSIM_URL and trust it through --ca/AZSIM_CA.
@@ -49,6 +50,7 @@ commands:
   list        <resource type, e.g. Microsoft.Network/loadBalancers>
   imds-vm     <vm name, computer name or resource id>
   vm          <delete|deallocate|powerOff|start|restart> <resource id>
+  pe-connection <approve|reject|remove> <connection id> [-description text]
   reset       drop every resource, fault rule and counter
   info        describe the running server
 

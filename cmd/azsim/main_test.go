@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
@@ -62,6 +64,36 @@ func TestClientCommands(t *testing.T) {
 	if _, ok := s.Engine().GetResource(rgID); ok {
 		t.Error("reset kept the resource group")
 	}
+	// A private link service owner's decision on a connection.
+	if err := os.WriteFile(topo, []byte(plsTopology), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"seed", "-f", topo}); err != nil {
+		t.Fatal(err)
+	}
+	plsID := rgID + "/providers/Microsoft.Network/privateLinkServices/pls"
+	raw, _ := s.Engine().GetResource(plsID)
+	var pls struct {
+		Properties struct {
+			PrivateEndpointConnections []struct{ ID string } `json:"privateEndpointConnections"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &pls); err != nil || len(pls.Properties.PrivateEndpointConnections) != 1 {
+		t.Fatalf("seeded service %s", raw)
+	}
+	connID := pls.Properties.PrivateEndpointConnections[0].ID
+	if err := run([]string{"pe-connection", "reject", connID, "-description", "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := s.Engine().GetResource(connID); !strings.Contains(string(raw), `"Rejected"`) || !strings.Contains(string(raw), `"no"`) {
+		t.Fatalf("after reject: %s", raw)
+	}
+	for _, args := range [][]string{{"pe-connection", "approve"}, {"pe-connection", "explode", connID}} {
+		if err := run(args); err == nil {
+			t.Errorf("azsim %v succeeded", args)
+		}
+	}
+
 	for _, args := range [][]string{
 		{"nonsense"},
 		{"get"},
@@ -78,3 +110,18 @@ func TestClientCommands(t *testing.T) {
 		t.Error("stats without a server succeeded")
 	}
 }
+
+// plsTopology is a service with an endpoint of its owner (approved on arrival).
+const plsTopology = `
+resourceGroups: [rg-cli]
+virtualNetworks:
+- resourceGroup: rg-cli
+  name: vnet
+  addressPrefixes: [10.0.0.0/16]
+  subnets:
+  - {name: nodes, addressPrefix: 10.0.1.0/24}
+  - {name: nat, addressPrefix: 10.0.2.0/24, privateLinkServiceNetworkPolicies: Disabled}
+loadBalancers: [{resourceGroup: rg-cli, name: lb, frontends: [{name: fe, subnet: {name: nodes}}]}]
+privateLinkServices: [{resourceGroup: rg-cli, name: pls, loadBalancer: lb, frontend: fe, subnet: {name: nat}}]
+privateEndpoints: [{resourceGroup: rg-cli, name: pe, subnet: {name: nodes}, privateLinkService: pls}]
+`

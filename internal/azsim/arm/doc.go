@@ -19,7 +19,10 @@
 //   - Child resources (subnets, securityRules, routes, backendAddressPools …)
 //     live inline in the parent document; their own API edits the parent (the
 //     parent's Prepare hook sees the write with Write.Child set). The engine fills
-//     child id, type, etag (= parent etag) and provisioningState.
+//     child id, type, etag (= parent etag) and provisioningState. A child type
+//     with NoAPI gets those fields but no API (read-only sub-resources such as a
+//     private link service's ipConfigurations); one with PutLRO LRONone answers
+//     its PUTs synchronously (approving a private endpoint connection).
 //   - ETags: W/"<guid>" (ETagWeakGUID) or "1","2",… (ETagCounter), renewed on
 //     every change; If-Match / If-None-Match → 412 PreconditionFailed bodies as NRP/CRP.
 //   - LROs: writes answer with a non-terminal provisioningState while
@@ -47,7 +50,8 @@
 //
 //	e.Register(arm.TypeSpec{...})           // add resource types (children after parents)
 //	e.AddDeriver(func(tx *arm.Tx, changed []string) {...}) // recompute derived fields after writes
-//	e.AddRoute(match, handler)              // non-resource endpoints (e.g. GET /subscriptions/{s}/providers)
+//	e.AddRoute(match, handler)              // non-resource endpoints (e.g. GET /subscriptions/{s}/providers);
+//	                                        // arm.WriteJSON / arm.WriteError answer in ARM's format
 //	e.Do(func(tx *arm.Tx) error {...})      // read/modify state without HTTP, derivers run after
 //	e.GetResource(id) ([]byte, bool)        // JSON of a resource or child element
 //	e.ListResources("Microsoft.Network/loadBalancers") [][]byte

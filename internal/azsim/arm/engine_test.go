@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A generic compute-like type exercises the engine without the network package.
@@ -138,5 +139,36 @@ func TestRateLimitHeadersLeftToMiddleware(t *testing.T) {
 	r, _ = do(t, e, "GET", "/subscriptions/s/resourcegroups/g?api-version=2021-04-01", "")
 	if r.Header.Get(HeaderRemainingReads) == "" || r.Header.Get("x-ms-correlation-request-id") == "" {
 		t.Fatal("default headers missing")
+	}
+}
+
+// Child types without an API get ids like any child; a child with PutLRO
+// LRONone answers its PUTs synchronously even when operations take time.
+func TestChildWithoutAPIAndSynchronousChildPut(t *testing.T) {
+	e := NewEngine(Config{LRODuration: time.Hour})
+	e.Register(TypeSpec{Type: "Microsoft.Resources/resourceGroups", APIVersions: ResourcesAPIVersions, ETag: ETagNone, PutLRO: LRONone, DeleteLRO: LROLocation})
+	e.Register(TypeSpec{Type: "Microsoft.Network/things", APIVersions: NetworkAPIVersions},
+		TypeSpec{Type: "Microsoft.Network/things/parts", NoAPI: true},
+		TypeSpec{Type: "Microsoft.Network/things/decisions", PutLRO: LRONone})
+	do(t, e, "PUT", "/subscriptions/s/resourceGroups/g?api-version=2021-04-01", `{"location":"eastus"}`)
+	const thing = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/things/t"
+	r, m := do(t, e, "PUT", thing+"?api-version=2025-05-01",
+		`{"location":"eastus","properties":{"parts":[{"name":"p"}],"decisions":[{"name":"d","properties":{"v":1}}]}}`)
+	if r.StatusCode != 201 || r.Header.Get("Azure-AsyncOperation") == "" {
+		t.Fatalf("create %d", r.StatusCode)
+	}
+	part := Arr(m, "properties", "parts")[0]
+	if part["id"] != thing+"/parts/p" || part["type"] != "Microsoft.Network/things/parts" || part["etag"] != m["etag"] {
+		t.Fatalf("part %v", part)
+	}
+	if r, m := do(t, e, "GET", thing+"/parts/p?api-version=2025-05-01", ""); r.StatusCode != 400 || Str(m, "error", "code") != "InvalidResourceType" {
+		t.Fatalf("GET of a part: %d %v", r.StatusCode, m)
+	}
+	if _, ok := e.GetResource(thing + "/parts/p"); !ok {
+		t.Fatal("GetResource misses the part")
+	}
+	r, m = do(t, e, "PUT", thing+"/decisions/d?api-version=2025-05-01", `{"properties":{"v":2}}`)
+	if r.StatusCode != 200 || r.Header.Get("Azure-AsyncOperation") != "" || Str(m, "properties", "provisioningState") != "Succeeded" {
+		t.Fatalf("decision PUT: %d %q %v", r.StatusCode, r.Header.Get("Azure-AsyncOperation"), m)
 	}
 }

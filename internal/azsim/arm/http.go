@@ -89,6 +89,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
+// WriteJSON writes v as an ARM JSON body, for handlers added with AddRoute.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
+// WriteError writes err as an ARM error body ({"error":{...}}); errors that are
+// not *Error become 500 InternalServerError. For handlers added with AddRoute.
+func WriteError(w http.ResponseWriter, err error) { writeError(w, asARMError(err)) }
+
 func writeError(w http.ResponseWriter, e *Error) {
 	status := e.Status
 	if status == 0 {
@@ -142,6 +149,9 @@ func (e *Engine) serveARM(w http.ResponseWriter, r *http.Request) error {
 				id = parent
 			}
 		}
+	}
+	if spec != nil && spec.NoAPI {
+		spec, action = nil, nil
 	}
 	if spec == nil {
 		if !e.namespaces[strings.ToLower(id.Namespace)] {

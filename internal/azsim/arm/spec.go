@@ -106,7 +106,9 @@ type TypeSpec struct {
 
 	// CreateStatus / UpdateStatus are the PUT status codes (default 201 / 200).
 	CreateStatus, UpdateStatus int
-	// PutLRO / DeleteLRO select polling headers (default LROAsync).
+	// PutLRO / DeleteLRO select polling headers (default LROAsync). A child
+	// type with PutLRO LRONone answers its PUTs synchronously (e.g. approving
+	// a private endpoint connection), whatever the parent's style.
 	PutLRO, DeleteLRO LROStyle
 	// DeleteStatus is the DELETE status for an existing resource (default 202;
 	// 200 for synchronous deletes).
@@ -139,6 +141,12 @@ type TypeSpec struct {
 
 	// Actions keyed by the lower-cased sub-path segment (e.g. "updateservices").
 	Actions map[string]Action
+
+	// NoAPI, for child types, fills the child array's id, type, etag and
+	// provisioningState like any child but gives the type no API of its own
+	// (requests answer as for an unregistered type): read-only sub-resources
+	// such as a private link service's ipConfigurations.
+	NoAPI bool
 
 	// VirtualGet / VirtualList serve a type that has no storage of its own
 	// (e.g. VMSS VM network interface views computed from the VMSS VM).

@@ -151,6 +151,11 @@ func (e *Engine) write(tx *Tx, w http.ResponseWriter, r *http.Request, spec *Typ
 	tx.changed[res.key] = true
 
 	style := spec.PutLRO
+	if child != nil {
+		if cs := e.spec(child.FullType()); cs != nil && cs.PutLRO == LRONone {
+			style = LRONone
+		}
+	}
 	var op *operation
 	if style != LRONone {
 		op = e.startOp(r, opPut, res, apiVersion)

@@ -30,6 +30,8 @@ type (
 	Throttle     = middleware.ThrottleModel
 	Info         = control.Info
 	VMAction     = control.VMAction
+	// ConnectionAction is a private endpoint connection decision.
+	ConnectionAction = control.ConnectionAction
 )
 
 // Client is a control API client.
@@ -229,6 +231,12 @@ func (c *Client) SetIMDSDefaultVM(ctx context.Context, vm string) error {
 // VMAction deletes, deallocates, stops, starts or restarts a VM or scale set instance by ID.
 func (c *Client) VMAction(ctx context.Context, id, action string) error {
 	return c.call(ctx, http.MethodPost, "/vm-action", VMAction{ID: id, Action: action}, nil)
+}
+
+// ConnectionAction approves, rejects or removes (action "approve", "reject", "remove") a
+// private endpoint connection of a private link service by its ID, as the service's owner.
+func (c *Client) ConnectionAction(ctx context.Context, id, action, description string) error {
+	return c.call(ctx, http.MethodPost, "/private-endpoint-connection", ConnectionAction{ID: id, Action: action, Description: description}, nil)
 }
 
 // IsNotFound reports whether err is a 404 from the control API.

@@ -1,6 +1,6 @@
 // Package control is azsim's control API under /azsim/v1/ on the HTTPS listener: seeding,
 // reset, fault rules, latency and throttling models, request counters and metrics, resource
-// reads, the IMDS default VM and VM actions. It needs no authentication: it is for tests and
+// reads, the IMDS default VM, VM actions and private endpoint connection decisions. It needs no authentication: it is for tests and
 // operators of a local emulator.
 package control
 
@@ -44,6 +44,18 @@ type VMAction struct {
 	Action string `json:"action"`
 }
 
+// ConnectionAction is a private link service owner's decision on a private endpoint
+// connection, applied through the ARM API in-process (no request counters).
+type ConnectionAction struct {
+	// ID is the connection's resource ID:
+	// …/privateLinkServices/{service}/privateEndpointConnections/{name}.
+	ID string `json:"id"`
+	// Action is approve, reject or remove.
+	Action string `json:"action"`
+	// Description is the reason shown on the connection (approve, reject).
+	Description string `json:"description,omitempty"`
+}
+
 // DefaultVM is the IMDS default VM document.
 type DefaultVM struct {
 	VM string `json:"vm"`
@@ -57,10 +69,12 @@ type API struct {
 	Seed  func(ctx context.Context, t *topology.Topology) (*topology.Result, error)
 	Reset func() error
 	// VMAction performs an action through the ARM engine.
-	VMAction     func(ctx context.Context, a VMAction) error
-	SetDefaultVM func(string)
-	DefaultVM    func() string
-	Info         func() Info
+	VMAction func(ctx context.Context, a VMAction) error
+	// ConnectionAction approves, rejects or removes a private endpoint connection.
+	ConnectionAction func(ctx context.Context, a ConnectionAction) error
+	SetDefaultVM     func(string)
+	DefaultVM        func() string
+	Info             func() Info
 }
 
 // Register adds the routes to mux.
@@ -139,6 +153,17 @@ func (a *API) Register(mux *http.ServeMux) {
 			return
 		}
 		if err := a.VMAction(r.Context(), act); err != nil {
+			writeErr(w, http.StatusBadRequest, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+p+"/private-endpoint-connection", func(w http.ResponseWriter, r *http.Request) {
+		var act ConnectionAction
+		if !readJSON(w, r, &act) {
+			return
+		}
+		if err := a.ConnectionAction(r.Context(), act); err != nil {
 			writeErr(w, http.StatusBadRequest, err)
 			return
 		}

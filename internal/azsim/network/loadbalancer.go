@@ -1,6 +1,7 @@
 package network
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -90,6 +91,15 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		return "", false
 	}
 
+	// A frontend that serves a private link service cannot go; the others show
+	// which service they serve (read-only, not in the SDK model).
+	plsOf := privateLinkServicesOfLB(tx, w.ID.String())
+	for _, u := range plsOf {
+		if _, ok := inLB("frontendIPConfigurations", u.Frontend); !ok {
+			return errFrontendInUseByPLS(u.Frontend, u.Service)
+		}
+	}
+
 	// Frontends: public (publicIPAddress / publicIPPrefix) or internal (subnet).
 	var keepOwners []string
 	public, private := 0, 0
@@ -156,6 +166,7 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		for _, k := range []string{"loadBalancingRules", "outboundRules", "inboundNatRules", "inboundNatPools"} {
 			delete(fp, k)
 		}
+		setRef(fp, "privateLinkService", plsOf[arm.KeyOf(fid)].Service)
 	}
 	if public > 0 && private > 0 {
 		return arm.BadRequest("LoadBalancerWithPublicAndPrivateFrontendIPConfigurations",
@@ -381,6 +392,14 @@ func skuCompatible(lbSku, pipSku string) bool {
 }
 
 func beforeDeleteLoadBalancer(tx *arm.Tx, id arm.ResourceID, doc map[string]any) error {
+	var plss []string
+	for _, u := range privateLinkServicesOfLB(tx, id.String()) {
+		plss = append(plss, u.Service)
+	}
+	if len(plss) > 0 {
+		sort.Strings(plss)
+		return errLBDeleteWithPLS(id.String(), plss[0])
+	}
 	for _, pool := range childItems(doc, "backendAddressPools") {
 		if by := arm.RefIDs(arm.Props(pool), "backendIPConfigurations"); len(by) > 0 {
 			return arm.BadRequest("LoadBalancerInUseByVirtualMachineScaleSet",

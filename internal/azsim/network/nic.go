@@ -14,15 +14,20 @@ func prepareInterface(tx *arm.Tx, w *arm.Write) error {
 	if err := normalize(w, &armnetwork.Interface{}); err != nil {
 		return err
 	}
+	if w.Old != nil {
+		if pe := refID(arm.Props(w.Old), "privateEndpoint"); pe != "" {
+			return errNICOfPrivateEndpoint(w.ID.String(), pe)
+		}
+		if pls := refID(arm.Props(w.Old), "privateLinkService"); pls != "" {
+			return errNICOfPrivateLinkService(w.ID.String(), pls)
+		}
+	}
 	keepResourceGUID(w)
 	d, p := w.Doc, arm.Props(w.Doc)
-	defaults(d, "kind", "Regular")
-	sum := sha256.Sum256([]byte(strings.ToLower(w.ID.Scope())))
-	defaults(p, "enableAcceleratedNetworking", false, "enableIPForwarding", false, "disableTcpStateTracking", false,
-		"nicType", "Standard", "hostedWorkloads", []any{}, "tapConfigurations", []any{}, "vnetEncryptionSupported", false,
-		"allowPort25Out", true, "auxiliaryMode", "None", "auxiliarySku", "None", "defaultOutboundConnectivityEnabled", false,
-		"dnsSettings", map[string]any{"dnsServers": []any{}, "appliedDnsServers": []any{},
-			"internalDomainNameSuffix": fmt.Sprintf("%x.bx.internal.cloudapp.net", sum[:13])})
+	// Only NRP sets these (on the interfaces of private endpoints and private link services).
+	delete(p, "privateEndpoint")
+	delete(p, "privateLinkService")
+	nicDefaults(d, w.ID.Scope())
 	ipcs := childItems(d, "ipConfigurations")
 	if len(ipcs) == 0 {
 		return arm.BadRequest("NetworkInterfaceMustHaveAtLeastOneIpConfiguration", "Network interface %s must have at least one IP configuration.", w.ID)
@@ -115,10 +120,27 @@ func prepareInterface(tx *arm.Tx, w *arm.Write) error {
 	tx.ReleaseIPsExcept(w.ID.String(), keep)
 	carry(w, "virtualMachine", "macAddress")
 	if arm.Str(p, "macAddress") == "" {
-		sum = sha256.Sum256([]byte(strings.ToLower(w.ID.String())))
-		p["macAddress"] = fmt.Sprintf("00-0D-3A-%02X-%02X-%02X", sum[0], sum[1], sum[2])
+		p["macAddress"] = macAddressOf(w.ID.String())
 	}
 	return nil
+}
+
+// nicDefaults fills what NRP returns on every network interface; scope is the
+// interface's resource group ID (it seeds the internal DNS suffix).
+func nicDefaults(d map[string]any, scope string) {
+	p := arm.Props(d)
+	defaults(d, "kind", "Regular")
+	sum := sha256.Sum256([]byte(strings.ToLower(scope)))
+	defaults(p, "enableAcceleratedNetworking", false, "enableIPForwarding", false, "disableTcpStateTracking", false,
+		"nicType", "Standard", "hostedWorkloads", []any{}, "tapConfigurations", []any{}, "vnetEncryptionSupported", false,
+		"allowPort25Out", true, "auxiliaryMode", "None", "auxiliarySku", "None", "defaultOutboundConnectivityEnabled", false,
+		"dnsSettings", map[string]any{"dnsServers": []any{}, "appliedDnsServers": []any{},
+			"internalDomainNameSuffix": fmt.Sprintf("%x.bx.internal.cloudapp.net", sum[:13])})
+}
+
+func macAddressOf(nicID string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(nicID)))
+	return fmt.Sprintf("00-0D-3A-%02X-%02X-%02X", sum[0], sum[1], sum[2])
 }
 
 func skuNameOr(doc map[string]any, def string) string {
@@ -141,6 +163,12 @@ func parentID(childID string) (string, bool) {
 }
 
 func beforeDeleteInterface(tx *arm.Tx, id arm.ResourceID, doc map[string]any) error {
+	for _, by := range []string{"privateEndpoint", "privateLinkService"} {
+		if owner := refID(arm.Props(doc), by); owner != "" {
+			return arm.BadRequest("NicInUse",
+				"Network Interface %s is used by existing resource %s. In order to delete the network interface, it must be dissociated from the resource. To learn more, see aka.ms/deletenic.", id, owner)
+		}
+	}
 	if vm := arm.Str(doc, "properties", "virtualMachine", "id"); vm != "" {
 		return arm.BadRequest("NicInUse",
 			"Network Interface %s is used by existing resource %s. In order to delete the network interface, it must be dissociated from the resource. To learn more, see aka.ms/deletenic.", id, vm)

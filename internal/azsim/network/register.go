@@ -2,6 +2,16 @@
 // groups (Microsoft.Resources) as arm.TypeSpec values, plus the cross-resource
 // derivations (back-references, pool memberships) and the private/public IP
 // allocation that the compute handlers reuse.
+//
+// Private link: privateLinkServices (on a Standard load balancer frontend,
+// NAT addresses from subnets with privateLinkServiceNetworkPolicies
+// Disabled) and privateEndpoints (in any subscription) with the connection
+// approval flow. The service's privateEndpointConnections entry is the
+// connection's source of truth; the endpoint shows its state (Disconnected
+// once the owner removed it). NRP's managed network interfaces
+// (<name>.nic.<guid>), the frontends' privateLinkService reference and the
+// subnets' privateEndpoints are kept by derivePrivateLink. DecideConnection
+// is the visibility / auto-approval policy.
 package network
 
 import (
@@ -41,6 +51,9 @@ func Register(e *arm.Engine) {
 		arm.TypeSpec{Type: ns + "natGateways", APIVersions: arm.NetworkAPIVersions, Prepare: prepareNatGateway, BeforeDelete: beforeDeleteNatGateway},
 		serviceGatewaySpec(e),
 	)
+	e.Register(privateLinkSpecs()...)
+	registerPrivateLinkActions(e)
+	e.AddDeriver(derivePrivateLink)
 	e.AddDeriver(derive)
 }
 

@@ -32,6 +32,7 @@ func prepareVNet(tx *arm.Tx, w *arm.Write) error {
 	}
 	var seen []netip.Prefix
 	kept := map[string]bool{}
+	plsSubnets := privateLinkServiceSubnets(tx)
 	for _, sn := range childItems(w.Doc, "subnets") {
 		name := arm.Str(sn, "name")
 		if name == "" {
@@ -66,22 +67,24 @@ func prepareVNet(tx *arm.Tx, w *arm.Write) error {
 		}
 		props := arm.Props(sn)
 		defaults(props, "delegations", []any{}, "privateEndpointNetworkPolicies", "Disabled", "privateLinkServiceNetworkPolicies", "Enabled")
+		if plsSubnets[arm.KeyOf(sid)] && !strings.EqualFold(arm.Str(props, "privateLinkServiceNetworkPolicies"), "Disabled") {
+			return errSubnetPoliciesInUse(sid)
+		}
 		for _, ref := range []string{"networkSecurityGroup", "routeTable", "natGateway", "serviceGateway"} {
 			if err := requireRef(tx, refID(props, ref), sid); err != nil {
 				return err
 			}
 		}
-		// Read-only fields are recomputed by the deriver; keep the old values until then.
-		if w.Old != nil {
-			if old := findChild(w.Old, "subnets", name); old != nil {
-				if v, ok := arm.Props(old)["ipConfigurations"]; ok {
-					props["ipConfigurations"] = v
-				} else {
-					delete(props, "ipConfigurations")
+		// Read-only fields are recomputed by the derivers; keep the old values until then.
+		for _, ro := range []string{"ipConfigurations", "privateEndpoints"} {
+			delete(props, ro)
+			if w.Old != nil {
+				if old := findChild(w.Old, "subnets", name); old != nil {
+					if v, ok := arm.Props(old)[ro]; ok {
+						props[ro] = v
+					}
 				}
 			}
-		} else {
-			delete(props, "ipConfigurations")
 		}
 	}
 	// Removing a subnet that still has addresses allocated fails.
@@ -136,6 +139,20 @@ func stringsAt(doc map[string]any, path ...string) []string {
 	for _, v := range raw {
 		if s, ok := v.(string); ok {
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// privateLinkServiceSubnets returns the lower-cased IDs of the subnets that
+// hold private link service NAT IP configurations.
+func privateLinkServiceSubnets(tx *arm.Tx) map[string]bool {
+	out := map[string]bool{}
+	for _, pls := range tx.List(plsType, "") {
+		for _, c := range childItems(pls, "ipConfigurations") {
+			if sn := refID(arm.Props(c), "subnet"); sn != "" {
+				out[arm.KeyOf(sn)] = true
+			}
 		}
 	}
 	return out

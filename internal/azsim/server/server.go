@@ -237,14 +237,15 @@ func (s *Server) mainHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.identity.Register(mux)
 	api := &control.API{
-		Engine:       s.engine,
-		Middleware:   s.mw,
-		Seed:         s.Seed,
-		Reset:        s.Reset,
-		VMAction:     s.VMAction,
-		SetDefaultVM: s.imds.SetDefaultVM,
-		DefaultVM:    s.imds.DefaultVM,
-		Info:         s.Info,
+		Engine:           s.engine,
+		Middleware:       s.mw,
+		Seed:             s.Seed,
+		Reset:            s.Reset,
+		VMAction:         s.VMAction,
+		ConnectionAction: s.ConnectionAction,
+		SetDefaultVM:     s.imds.SetDefaultVM,
+		DefaultVM:        s.imds.DefaultVM,
+		Info:             s.Info,
 	}
 	api.Register(mux)
 	// The subscription list (az login, azidentity-free tools) is answered here: the engine only
@@ -334,6 +335,30 @@ func (s *Server) VMAction(ctx context.Context, a control.VMAction) error {
 		return topology.Do(ctx, s.engine, http.MethodPost, a.ID+"/"+a.Action, topology.ComputeAPIVersion, nil, topology.SeedOptions{Decorate: instant})
 	}
 	return fmt.Errorf("vm action %q: use delete, deallocate, powerOff, start or restart", a.Action)
+}
+
+// ConnectionAction approves, rejects or removes a private endpoint connection of a private
+// link service through the ARM API, in-process (as the service's owner would with
+// PrivateLinkServicesClient.UpdatePrivateEndpointConnection / BeginDeletePrivateEndpointConnection).
+func (s *Server) ConnectionAction(ctx context.Context, a control.ConnectionAction) error {
+	id, err := arm.ParseID(a.ID)
+	if err != nil || len(id.Types) != 2 || !strings.EqualFold(id.FullType(), "Microsoft.Network/privateLinkServices/privateEndpointConnections") || id.IsCollection() {
+		return fmt.Errorf("private endpoint connection: %q is not a …/privateLinkServices/{service}/privateEndpointConnections/{name} ID", a.ID)
+	}
+	opts := topology.SeedOptions{Decorate: instant}
+	switch strings.ToLower(a.Action) {
+	case "approve", "reject":
+		status := "Approved"
+		if strings.EqualFold(a.Action, "reject") {
+			status = "Rejected"
+		}
+		body := map[string]any{"properties": map[string]any{"privateLinkServiceConnectionState": map[string]any{
+			"status": status, "description": a.Description, "actionsRequired": "None"}}}
+		return topology.Do(ctx, s.engine, http.MethodPut, a.ID, topology.NetworkAPIVersion, body, opts)
+	case "remove":
+		return topology.Do(ctx, s.engine, http.MethodDelete, a.ID, topology.NetworkAPIVersion, nil, opts)
+	}
+	return fmt.Errorf("private endpoint connection action %q: use approve, reject or remove", a.Action)
 }
 
 // Info describes the server.

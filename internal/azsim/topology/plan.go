@@ -32,8 +32,9 @@ func (t *Topology) subnetID(r SubnetRef) string {
 }
 
 // Plan turns a normalized topology into the ARM requests that build it, in dependency order:
-// groups, NSGs, route tables, VNets, availability sets, scale sets, NICs and VMs, then the
-// power actions for machines seeded stopped or deallocated.
+// groups, NSGs, route tables, VNets, public IPs, load balancers, private link services,
+// private endpoints, availability sets, scale sets, NICs and VMs, then the power actions for
+// machines seeded stopped or deallocated.
 func Plan(t *Topology) []Request {
 	sub := t.SubscriptionID
 	var reqs, power []Request
@@ -66,6 +67,9 @@ func Plan(t *Topology) []Request {
 			if s.RouteTable != "" {
 				props["routeTable"] = map[string]any{"id": resID(sub, v.ResourceGroup, "Microsoft.Network/routeTables", s.RouteTable)}
 			}
+			if s.PrivateLinkServiceNetworkPolicies != "" {
+				props["privateLinkServiceNetworkPolicies"] = s.PrivateLinkServiceNetworkPolicies
+			}
 			subnets = append(subnets, map[string]any{"name": s.Name, "properties": props})
 		}
 		put(resID(sub, v.ResourceGroup, "Microsoft.Network/virtualNetworks", v.Name), NetworkAPIVersion, map[string]any{
@@ -77,6 +81,7 @@ func Plan(t *Topology) []Request {
 		})
 	}
 	reqs = append(reqs, t.lbRequests()...)
+	reqs = append(reqs, t.privateLinkRequests()...)
 	for _, a := range t.AvailabilitySets {
 		asID := resID(sub, a.ResourceGroup, "Microsoft.Compute/availabilitySets", a.Name)
 		put(asID, ComputeAPIVersion, map[string]any{

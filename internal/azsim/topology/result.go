@@ -17,6 +17,9 @@ type Result struct {
 	SubscriptionID string    `json:"subscriptionId"`
 	Location       string    `json:"location"`
 	Machines       []Machine `json:"machines"`
+	// PrivateLinkServices and PrivateEndpoints the topology named, in its order.
+	PrivateLinkServices []SeededPrivateLinkService `json:"privateLinkServices,omitempty"`
+	PrivateEndpoints    []SeededPrivateEndpoint    `json:"privateEndpoints,omitempty"`
 }
 
 // Machine is one VM or scale set instance, as a Kubernetes Node would represent it.
@@ -77,6 +80,9 @@ func Collect(ctx context.Context, h http.Handler, t *Topology, opts SeedOptions)
 			return nil, err
 		}
 		res.Machines = append(res.Machines, m)
+	}
+	if err := c.collectPrivateLink(ctx, t, res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -27,6 +27,10 @@ type Topology struct {
 	// machines can join backend pools from creation (as a cluster the Basic mode left behind).
 	PublicIPs     []PublicIP     `json:"publicIPs,omitempty"`
 	LoadBalancers []LoadBalancer `json:"loadBalancers,omitempty"`
+	// PrivateLinkServices (on frontends of LoadBalancers) and PrivateEndpoints (to services of
+	// this or any subscription) are created after the load balancers.
+	PrivateLinkServices []PrivateLinkService `json:"privateLinkServices,omitempty"`
+	PrivateEndpoints    []PrivateEndpoint    `json:"privateEndpoints,omitempty"`
 }
 
 // PublicIP is a public IP address (SKU Basic or Standard, default Standard).
@@ -99,6 +103,9 @@ type Subnet struct {
 	// NetworkSecurityGroup and RouteTable name resources of the VNet's resource group.
 	NetworkSecurityGroup string `json:"networkSecurityGroup,omitempty"`
 	RouteTable           string `json:"routeTable,omitempty"`
+	// PrivateLinkServiceNetworkPolicies is Enabled (NRP's default) or Disabled (needed for the
+	// NAT addresses of a private link service).
+	PrivateLinkServiceNetworkPolicies string `json:"privateLinkServiceNetworkPolicies,omitempty"`
 }
 
 // SubnetRef points at a subnet. Empty fields default to the machine's resource group and the
@@ -242,6 +249,11 @@ func (t Topology) Normalize() (*Topology, error) {
 			if s.RouteTable != "" && !hasNamed(n.RouteTables, v.ResourceGroup, s.RouteTable) {
 				fail("subnet %s/%s names routeTable %s, which is not in the topology", v.Name, s.Name, s.RouteTable)
 			}
+			switch s.PrivateLinkServiceNetworkPolicies {
+			case "", "Enabled", "Disabled":
+			default:
+				fail("subnet %s/%s: privateLinkServiceNetworkPolicies must be Enabled or Disabled, not %q", v.Name, s.Name, s.PrivateLinkServiceNetworkPolicies)
+			}
 		}
 	}
 	resolve := func(owner, rg string, ref SubnetRef, ipv6 bool) SubnetRef {
@@ -253,6 +265,7 @@ func (t Topology) Normalize() (*Topology, error) {
 	}
 
 	n.normalizeLoadBalancers(fail, need, resolve)
+	n.normalizePrivateLink(fail, need, resolve)
 	pools := func(owner, rg string, refs []PoolRef) []PoolRef {
 		out := make([]PoolRef, len(refs))
 		for i, r := range refs {
