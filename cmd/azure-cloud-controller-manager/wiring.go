@@ -79,7 +79,8 @@ func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.L
 		return servicegateway.ElsewhereLoadBalancer{}, nil
 	}
 	o := loadbalancer.BuildOptions{Config: d.Config, Writers: d.Writers, PublicIPs: d.Clients.Caches.NetworkPublicIPs,
-		Zones: d.Zones, Recorder: d.Recorder, Nodes: d.Nodes, Caches: d.Clients.Caches}
+		PrivateLinks: d.Clients.Caches.PrivateLinkServices, Kube: d.Kube, Zones: d.Zones, Recorder: d.Recorder, Nodes: d.Nodes,
+		Caches: d.Clients.Caches}
 	if f := d.Informers; f != nil {
 		o.Services = f.Core().V1().Services().Lister()
 		// Namespace labels only matter to serviceNamespaceSelector: no namespace informer

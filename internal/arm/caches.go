@@ -33,6 +33,9 @@ type Caches struct {
 	NetworkPublicIPs *ListCache[*armnetwork.PublicIPAddress]
 	// ScaleSetPublicIPs: instance-level public IPs of a uniform scale set, key "<rg>/<vmss>".
 	ScaleSetPublicIPs *ListCache[*armnetwork.PublicIPAddress]
+	// PrivateLinkServices: one LIST per resource group of the network subscription (which
+	// private link service holds a load balancer frontend).
+	PrivateLinkServices *ListCache[*armnetwork.PrivateLinkService]
 }
 
 func ttl(seconds int, disabled bool) time.Duration {
@@ -97,11 +100,23 @@ func newCaches(c *Clients, cfg *config.Config, now func() time.Time) *Caches {
 				})
 		}, now, m),
 	}
+	caches.PrivateLinkServices = NewPrivateLinkServiceCache(c.Network, ttl(cfg.PlsCacheTTLInSeconds, off), now, m)
 	caches.NetworkPublicIPs = caches.PublicIPs
 	if !strings.EqualFold(cfg.NetworkSubscriptionID(), cfg.SubscriptionID) {
 		caches.NetworkPublicIPs = NewPublicIPCache("networkpublicips", c.Network, ttl(cfg.PublicIPCacheTTLInSeconds, off), now, m)
 	}
 	return caches
+}
+
+// NewPrivateLinkServiceCache is a list cache of the private link services of a resource group,
+// listed with net (ttl <= 0: every Get lists).
+func NewPrivateLinkServiceCache(net *armnetwork.ClientFactory, ttl time.Duration, now func() time.Time, m *Metrics) *ListCache[*armnetwork.PrivateLinkService] {
+	return NewListCache("privatelinkservices", ttl, func(ctx context.Context, rg string) ([]*armnetwork.PrivateLinkService, error) {
+		return collect(ctx, net.NewPrivateLinkServicesClient().NewListPager(rg, nil),
+			func(r armnetwork.PrivateLinkServicesClientListResponse) []*armnetwork.PrivateLinkService {
+				return r.Value
+			})
+	}, now, m)
 }
 
 // NewPublicIPCache is a list cache of the public IPs of a resource group, listed with net (ttl
@@ -140,6 +155,7 @@ func (c *Caches) InvalidateAll() {
 	c.ScaleSetNICs.InvalidateAll()
 	c.PublicIPs.InvalidateAll()
 	c.NetworkPublicIPs.InvalidateAll()
+	c.PrivateLinkServices.InvalidateAll()
 	c.ScaleSetPublicIPs.InvalidateAll()
 }
 

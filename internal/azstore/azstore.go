@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	azpolicy "github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
@@ -25,12 +25,17 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
+// policy adds one request header.
+func policy(ctx context.Context, key, value string) context.Context {
+	return azpolicy.WithHTTPHeader(ctx, http.Header{key: []string{value}})
+}
+
 // conditional adds If-Match for an existing resource.
 func conditional(ctx context.Context, etag string) context.Context {
 	if etag == "" {
 		return ctx
 	}
-	return policy.WithHTTPHeader(ctx, http.Header{"If-Match": []string{etag}})
+	return azpolicy.WithHTTPHeader(ctx, http.Header{"If-Match": []string{etag}})
 }
 
 func poll(freq time.Duration) *runtime.PollUntilDoneOptions {
@@ -279,7 +284,7 @@ func (s *RouteTable) Put(ctx context.Context, obj *armnetwork.RouteTable, etag s
 		obj.Properties.Subnets, obj.Properties.ProvisioningState, obj.Properties.ResourceGUID = nil, nil, nil
 	}
 	if etag == "" {
-		ctx = policy.WithHTTPHeader(ctx, http.Header{"If-None-Match": []string{"*"}})
+		ctx = policy(ctx, "If-None-Match", "*")
 	} else {
 		ctx = conditional(ctx, etag)
 	}

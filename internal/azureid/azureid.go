@@ -89,6 +89,11 @@ func Subnet(sub, rg, vnet, name string) string {
 	return VirtualNetwork(sub, rg, vnet) + "/subnets/" + name
 }
 
+// PrivateLinkService is the ID of a private link service.
+func PrivateLinkService(sub, rg, name string) string {
+	return resource(sub, rg, "Microsoft.Network", "privateLinkServices", name)
+}
+
 // RouteTable is the ID of a route table.
 func RouteTable(sub, rg, name string) string {
 	return resource(sub, rg, "Microsoft.Network", "routeTables", name)

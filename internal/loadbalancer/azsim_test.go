@@ -52,6 +52,7 @@ func (e *env) build(t *testing.T, o BuildOptions) {
 	o.Config, o.Recorder, o.Zones = e.cfg, e.recorder, []string{"1", "2", "3"}
 	o.Writers = writers.New(writers.Options{Network: e.net, PollFrequency: 20 * time.Millisecond})
 	o.PublicIPs = armarm.NewPublicIPCache("publicips", e.net, 0, nil, nil)
+	o.PrivateLinks = armarm.NewPrivateLinkServiceCache(e.net, 0, nil, nil)
 	parts, err := Build(o)
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func newIPCEnv(t *testing.T, topo *topology.Topology, cfgExtra string) *ipcEnv {
 		t.Fatal(err)
 	}
 	parts, err := Build(BuildOptions{Config: cfg, Zones: []string{"1", "2", "3"}, PublicIPs: clients.Caches.PublicIPs,
+		PrivateLinks: clients.Caches.PrivateLinkServices,
 		Writers: writers.New(writers.Options{Network: clients.Network, NodeNetwork: clients.NodeNetwork, Compute: clients.Compute,
 			PollFrequency: 20 * time.Millisecond}),
 		Nodes: nodes.NewResolver(cfg, clients.Caches, nil), Caches: clients.Caches})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -23,13 +24,16 @@ type Parts struct {
 }
 
 // BuildOptions are everything the node-based implementation is assembled from. Config,
-// Writers and PublicIPs are required; Nodes and Caches with NIC-based pools.
+// Writers, PublicIPs and PrivateLinks are required; Nodes and Caches with NIC-based pools.
 type BuildOptions struct {
-	Config    *config.Config
-	Writers   *writers.Set
-	PublicIPs *arm.ListCache[*armnetwork.PublicIPAddress]
-	Zones     []string
-	Recorder  record.EventRecorder
+	Config       *config.Config
+	Writers      *writers.Set
+	PublicIPs    *arm.ListCache[*armnetwork.PublicIPAddress]
+	PrivateLinks *arm.ListCache[*armnetwork.PrivateLinkService]
+	// Kube records private link service aliases on services (optional).
+	Kube     kubernetes.Interface
+	Zones    []string
+	Recorder record.EventRecorder
 	// Services and Namespaces are listers of the shared informers (optional; Namespaces only
 	// matters to serviceNamespaceSelector).
 	Services   corelisters.ServiceLister
@@ -46,12 +50,13 @@ type BuildOptions struct {
 // Build assembles the backends of the configured pool type, the placer when several load
 // balancers are configured, and the LoadBalancer on top of them.
 func Build(o BuildOptions) (*Parts, error) {
-	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, Zones: o.Zones, Recorder: o.Recorder, Services: o.Services}
+	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, PrivateLinks: o.PrivateLinks, Kube: o.Kube,
+		Zones: o.Zones, Recorder: o.Recorder, Services: o.Services}
 	parts := &Parts{}
 	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
 		// Several load balancers need IP-based pools (the configuration is validated so).
 		pools := backends.NewNodeIP(o.Config, o.Writers, o.PoolEntries)
-		p, err := multislb.New(multislb.Options{Config: o.Config, Writers: o.Writers, Pools: pools, Recorder: o.Recorder,
+		p, err := multislb.New(multislb.Options{Config: o.Config, Writers: o.Writers, Pools: pools, PrivateLinks: o.PrivateLinks, Recorder: o.Recorder,
 			Services: o.Services, Namespaces: o.Namespaces, EndpointNodes: o.EndpointNodes})
 		if err != nil {
 			return nil, fmt.Errorf("multipleStandardLoadBalancerConfigurations: %w", err)

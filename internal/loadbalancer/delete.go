@@ -41,7 +41,7 @@ func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterNam
 	}
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{false, true} {
-			if err := l.removeFromLB(ctx, c, c.LBName(internal), s); err != nil {
+			if err := l.removeFromLB(ctx, c, c.LBName(internal), s, "the service was deleted"); err != nil {
 				return err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
@@ -33,14 +34,19 @@ const (
 	ReasonInvalidAnnotation = "InvalidAnnotation"
 )
 
-// Options are what the implementation is built from. Config, Writers and PublicIPs are
-// required.
+// Options are what the implementation is built from. Config, Writers, PublicIPs and
+// PrivateLinks are required.
 type Options struct {
 	Config  *config.Config
 	Writers *writers.Set
 	// PublicIPs is the public IP list cache (one LIST per resource group), kept current by the
 	// writes made here.
 	PublicIPs *arm.ListCache[*armnetwork.PublicIPAddress]
+	// PrivateLinks is the private link service list cache (one LIST per resource group), kept
+	// current by the writes made here.
+	PrivateLinks *arm.ListCache[*armnetwork.PrivateLinkService]
+	// Kube records the private link service alias on services (optional).
+	Kube kubernetes.Interface
 	// Zones of the region, for zone-redundant public IPs and internal frontends.
 	Zones []string
 	// Recorder receives Warning events on services (optional).
@@ -68,9 +74,10 @@ var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
 
 // New builds the implementation.
 func New(o Options) (*LoadBalancer, error) {
-	if o.Config == nil || o.Writers == nil || o.PublicIPs == nil {
-		return nil, errors.New("loadbalancer: Config, Writers and PublicIPs are required")
+	if o.Config == nil || o.Writers == nil || o.PublicIPs == nil || o.PrivateLinks == nil {
+		return nil, errors.New("loadbalancer: Config, Writers, PublicIPs and PrivateLinks are required")
 	}
+	registerMetrics()
 	return &LoadBalancer{cfg: o.Config, opts: o, lbs: o.Writers.LoadBalancers, nsgs: o.Writers.SecurityGroups,
 		pips: o.Writers.PublicIPs, multi: o.Multi}, nil
 }

@@ -164,6 +164,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 		}
 		release = p.Release
 		defer release() // on every return; idempotent
+		defer p.ReleasePrivateLink()
 		if p.From != nil {
 			if err := l.move(ctx, p, s); err != nil {
 				return nil, err
@@ -185,7 +186,8 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 func (l *LoadBalancer) move(ctx context.Context, p *multislb.Placement, s *plan.Service) error {
 	for _, m := range append([]*plan.Service{s}, p.Members...) {
 		for _, in := range []bool{false, true} {
-			if err := l.removeFromLB(ctx, p.From, p.From.LBName(in), m); err != nil {
+			why := fmt.Sprintf("the service moved to load balancer %s; a private link service cannot move with it, so its alias changes and private endpoints must connect to the new one", p.Cluster.LBName(in))
+			if err := l.removeFromLB(ctx, p.From, p.From.LBName(in), m, why); err != nil {
 				return fmt.Errorf("moving off %s: %w", p.From.LBName(in), err)
 			}
 		}
@@ -198,7 +200,8 @@ func (l *LoadBalancer) move(ctx context.Context, p *multislb.Placement, s *plan.
 // those of the services sharing its frontend that moved with it.
 func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *plan.Service, fronts []plan.Frontend, members []*plan.Service) (*armnetwork.LoadBalancer, error) {
 	name := c.LBName(s.Opts.Internal)
-	lb, err := l.lbWriter(c, name).Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+	w := l.lbWriter(c, name)
+	apply := func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
 		next, err := plan.ApplyService(cur, c, s, fronts)
 		if err != nil {
 			return nil, err
@@ -211,7 +214,17 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 			}
 		}
 		return next, nil
-	})
+	}
+	// A frontend the service no longer uses (its subnet or IP families changed) goes with this
+	// write: its private link service must go first.
+	cur, err := w.Peek(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load balancer %s: %w", name, err)
+	}
+	if err := l.releasePrivateLinks(ctx, c, s, cur, apply, "the service's frontend was replaced (its subnet or IP families changed)"); err != nil {
+		return nil, err
+	}
+	lb, err := w.Submit(ctx, apply)
 	if err != nil {
 		return nil, fmt.Errorf("load balancer %s: %w", name, err)
 	}
@@ -224,7 +237,7 @@ func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	existing []*armnetwork.PublicIPAddress, plans []plan.PublicIPPlan, pipAddrs map[string]netip.Addr, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	internal := s.Opts.Internal
 	// The service may have switched between internal and public: leave nothing on the other LB.
-	if err := l.removeFromLB(ctx, c, c.LBName(!internal), s); err != nil {
+	if err := l.removeFromLB(ctx, c, c.LBName(!internal), s, "the service switched between internal and public"); err != nil {
 		return nil, err
 	}
 	if l.multi != nil {
@@ -249,6 +262,9 @@ func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	if err := l.ensureSecurity(ctx, c, s, ips, nodes, true); err != nil {
 		return nil, err
 	}
+	if err := l.ensurePrivateLink(ctx, c, s, lb); err != nil {
+		return nil, err
+	}
 	// Public IPs the service no longer uses (renamed, switched to internal or to a user PIP).
 	pipRG := plan.PublicIPResourceGroup(l.cfg, s)
 	for _, p := range plan.ReleasablePIPs(c, s.Key(), existing, plans) {
@@ -261,7 +277,7 @@ func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Serv
 
 // removeFromLB takes the service off one load balancer, deleting the load balancer when nothing
 // is left on it (after emptying its pools).
-func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName string, s *plan.Service) error {
+func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName string, s *plan.Service, why string) error {
 	svcLBName := s.LBName()
 	w := l.lbWriter(c, lbName)
 	cur, err := w.Peek(ctx)
@@ -271,14 +287,18 @@ func (l *LoadBalancer) removeFromLB(ctx context.Context, c *plan.Cluster, lbName
 	if cur == nil || !plan.HasServiceObjects(cur, svcLBName) {
 		return nil
 	}
-	lb, err := w.Submit(ctx, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+	remove := func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
 		if cur == nil {
 			return nil, nil
 		}
 		// Edits cur in place; nil only signals "empty".
 		plan.RemoveServiceAndPools(cur, c, svcLBName, s.Svc.Namespace, s.Svc.Name)
 		return cur, nil
-	})
+	}
+	if err := l.releasePrivateLinks(ctx, c, s, cur, remove, why); err != nil {
+		return err
+	}
+	lb, err := w.Submit(ctx, remove)
 	if err != nil {
 		return fmt.Errorf("load balancer %s: %w", lbName, err)
 	}
@@ -313,7 +333,7 @@ func (l *LoadBalancer) cleanOtherConfigs(ctx context.Context, keep *plan.Cluster
 			continue
 		}
 		for _, in := range []bool{false, true} {
-			errs = append(errs, l.removeFromLB(ctx, c, c.LBName(in), s))
+			errs = append(errs, l.removeFromLB(ctx, c, c.LBName(in), s, "the service left this load balancer configuration"))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,7 @@
 // Package writers builds, once per process, the group-commit writer of every Azure resource the
 // CCM writes: load balancers (their backend pools included), network security groups, public
-// IPs, route tables, node NICs, scale set VMs and scale set models. The set is handed to every
+// IPs, private link services, subnets, route tables, node NICs, scale set VMs and scale set
+// models. The set is handed to every
 // controller that writes Azure, so each resource has exactly one writer whoever changes it, and
 // concurrent changes from the service controller, the node backends, the admin-state
 // controller, the Local pool updater and the migration share reads and PUTs instead of
@@ -27,6 +28,11 @@ type Set struct {
 	SecurityGroups *writer.Registry[armnetwork.SecurityGroup]
 	PublicIPs      *writer.Registry[armnetwork.PublicIPAddress]
 	RouteTables    *writer.Registry[armnetwork.RouteTable]
+	// PrivateLinkServices of LoadBalancer services; a delete removes the private endpoint
+	// connections first.
+	PrivateLinkServices *writer.Registry[armnetwork.PrivateLinkService]
+	// Subnets are only ever edited (the NAT subnet of private link services), never created.
+	Subnets *writer.Registry[armnetwork.Subnet]
 	// Interfaces are node NICs (compute subscription).
 	Interfaces  *writer.Registry[armnetwork.Interface]
 	ScaleSetVMs *writer.Registry[armcompute.VirtualMachineScaleSetVM]
@@ -116,6 +122,14 @@ func New(o Options) *Set {
 			return &azstore.PublicIP{Client: net.NewPublicIPAddressesClient(), ResourceGroup: azureid.ResourceGroup(id),
 				Name: azureid.Name(id), PollFrequency: poll}
 		}, writer.Options[armnetwork.PublicIPAddress]{CacheTTL: cacheTTL, MaxBatch: maxBatch}),
+		PrivateLinkServices: writer.NewRegistry(func(id string) writer.Store[armnetwork.PrivateLinkService] {
+			return &azstore.PrivateLinkService{Client: net.NewPrivateLinkServicesClient(), ResourceGroup: azureid.ResourceGroup(id),
+				Name: azureid.Name(id), PollFrequency: poll}
+		}, writer.Options[armnetwork.PrivateLinkService]{CacheTTL: cacheTTL}),
+		Subnets: writer.NewRegistry(func(id string) writer.Store[armnetwork.Subnet] {
+			return &azstore.Subnet{Client: net.NewSubnetsClient(), ResourceGroup: azureid.ResourceGroup(id),
+				VNet: azureid.Name(azureid.Parent(id)), Name: azureid.Name(id), PollFrequency: poll}
+		}, writer.Options[armnetwork.Subnet]{CacheTTL: cacheTTL, MaxBatch: maxBatch, Gather: gather}),
 		RouteTables: writer.NewRegistry(func(id string) writer.Store[armnetwork.RouteTable] {
 			return &azstore.RouteTable{Client: net.NewRouteTablesClient(), ResourceGroup: azureid.ResourceGroup(id),
 				Name: azureid.Name(id), PollFrequency: poll}

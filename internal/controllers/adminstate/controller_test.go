@@ -128,7 +128,7 @@ func newTestEnvWith(t *testing.T, n int, o Options, edit func(*config.Config)) *
 	// The load balancer's membership writes keep draining nodes Down, as in the CCM.
 	e.writers = writers.New(writers.Options{Network: f, PollFrequency: 20 * time.Millisecond})
 	parts, err := loadbalancer.Build(loadbalancer.BuildOptions{Config: cfg, Writers: e.writers, Zones: []string{"1", "2", "3"},
-		PublicIPs:   azarm.NewPublicIPCache("publicips", f, 0, nil, nil),
+		PublicIPs: azarm.NewPublicIPCache("publicips", f, 0, nil, nil), PrivateLinks: azarm.NewPrivateLinkServiceCache(f, 0, nil, nil),
 		PoolEntries: PoolEntries(factory.Core().V1().Nodes().Lister())})
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,9 @@ const (
 	PLSProxyProtocol  = Prefix + "azure-pls-proxy-protocol"
 	PLSVisibility     = Prefix + "azure-pls-visibility"
 	PLSAutoApproval   = Prefix + "azure-pls-auto-approval"
+	// PLSAlias is written by the CCM, not read: the alias of the service's private link
+	// service, for consumers creating private endpoints.
+	PLSAlias = Prefix + "azure-pls-alias"
 )
 
 // Defaults of the existing provider.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -301,7 +302,7 @@ func Parse(svc *v1.Service) (*ServiceOptions, error) {
 	p.parsePorts(svc, o)
 
 	p.parseAccess(svc, o)
-	p.parsePLS(o)
+	p.parsePLS(svc, o)
 
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
@@ -403,7 +404,7 @@ func (p *parser) parseAccess(svc *v1.Service, o *ServiceOptions) {
 	o.DisableNSGRule = p.boolean(DisableNSGRule)
 }
 
-func (p *parser) parsePLS(o *ServiceOptions) {
+func (p *parser) parsePLS(svc *v1.Service, o *ServiceOptions) {
 	pls := &o.PLS
 	pls.Create = p.boolean(PLSCreate)
 	pls.Name = p.name(PLSName, resourceNameRE, "private link service name")
@@ -448,7 +449,20 @@ func (p *parser) parsePLS(o *ServiceOptions) {
 		}
 		pls.AutoApproval = append(pls.AutoApproval, s)
 	}
-	if pls.Create && !o.Internal {
-		p.fail(PLSCreate, "true", "a private link service needs an internal load balancer (%s=true)", Internal)
+	switch {
+	case pls.Create && !o.Internal && !o.DisableFloatingIP:
+		// A PLS on a public frontend with floating IP keeps the frontend address as the
+		// destination, which the nodes do not answer for PLS traffic.
+		p.fail(PLSCreate, "true", "a private link service needs an internal load balancer (%s=true) or floating IP disabled (%s=true)", Internal, DisableFloatingIP)
+	case pls.Create && !hasIPv4(svc):
+		p.fail(PLSCreate, "true", "a private link service needs an IPv4 frontend; the service is IPv6 only")
 	}
+}
+
+// hasIPv4 reports whether the service has an IPv4 family (none listed: IPv4, the default).
+func hasIPv4(svc *v1.Service) bool {
+	if len(svc.Spec.IPFamilies) == 0 {
+		return true
+	}
+	return slices.Contains(svc.Spec.IPFamilies, v1.IPv4Protocol)
 }

@@ -217,6 +217,18 @@ func TestParseValid(t *testing.T) {
 				t.Fatalf("%+v", p)
 			}
 		}},
+		{"pls on a public service without floating IP", map[string]string{PLSCreate: "true", DisableFloatingIP: "true"}, nil, func(t *testing.T, o *ServiceOptions) {
+			if !o.PLS.Create || o.Internal || !o.DisableFloatingIP {
+				t.Fatalf("%+v", o.PLS)
+			}
+		}},
+		{"pls on a dual-stack internal service", map[string]string{Internal: "true", PLSCreate: "true"}, func(s *v1.Service) {
+			s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
+		}, func(t *testing.T, o *ServiceOptions) {
+			if !o.PLS.Create {
+				t.Fatal("not created")
+			}
+		}},
 		{"pls visibility subscriptions", map[string]string{PLSVisibility: sub + " " + sub}, nil, func(t *testing.T, o *ServiceOptions) {
 			if len(o.PLS.Visibility) != 2 {
 				t.Fatal(o.PLS.Visibility)
@@ -291,6 +303,7 @@ func TestParseInvalid(t *testing.T) {
 		{"deny all not bool", map[string]string{DenyAllExceptLBSources: "sure"}, nil, DenyAllExceptLBSources, "sure"},
 		{"disable nsg not bool", map[string]string{DisableNSGRule: "sure"}, nil, DisableNSGRule, "sure"},
 		{"pls on public lb", map[string]string{PLSCreate: "true"}, nil, PLSCreate, "true"},
+		{"pls on an IPv6-only service", map[string]string{Internal: "true", PLSCreate: "true"}, func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} }, PLSCreate, "true"},
 		{"pls create not bool", map[string]string{PLSCreate: "y"}, nil, PLSCreate, "y"},
 		{"pls name bad", map[string]string{PLSName: "bad name"}, nil, PLSName, "bad name"},
 		{"pls rg bad", map[string]string{PLSResourceGroup: "a/b"}, nil, PLSResourceGroup, "a/b"},

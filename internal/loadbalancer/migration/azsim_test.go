@@ -185,7 +185,8 @@ func (e *estate) options(t *testing.T, rec record.EventRecorder) migration.Optio
 	ws := writers.New(writers.Options{Network: e.clients.Network, NodeNetwork: e.clients.NodeNetwork, Compute: e.clients.Compute,
 		PollFrequency: 20 * time.Millisecond})
 	parts, err := loadbalancer.Build(loadbalancer.BuildOptions{Config: e.cfg, Writers: ws, PublicIPs: e.clients.Caches.PublicIPs,
-		Recorder: rec, Nodes: resolver, Caches: e.clients.Caches})
+		PrivateLinks: e.clients.Caches.PrivateLinkServices,
+		Recorder:     rec, Nodes: resolver, Caches: e.clients.Caches})
 	if err != nil {
 		t.Fatal(err)
 	}

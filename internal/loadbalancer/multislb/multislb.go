@@ -20,6 +20,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
@@ -51,6 +52,9 @@ type Options struct {
 	Writers *writers.Set
 	// Pools fills the cluster pools (IP-based: multiple load balancers need nodeIP pools).
 	Pools *backends.NodeIP
+	// PrivateLinks lists the private link services (placement keeps a service asking for one
+	// off a load balancer that has Azure's maximum already; optional).
+	PrivateLinks *arm.ListCache[*armnetwork.PrivateLinkService]
 	// Recorder receives the placement events (optional).
 	Recorder record.EventRecorder
 	// Services lists services, to move the services sharing a frontend together (optional).
@@ -84,7 +88,13 @@ type Placer struct {
 	// burst would pick the load balancer that had the fewest rules when the burst began.
 	pendingMu sync.Mutex
 	pending   map[string]int
+	// pendingPLS counts, likewise, the private link services of placed services not created
+	// yet, so a burst does not put more than Azure's maximum on one load balancer.
+	pendingPLS map[string]int
 }
+
+// maxPrivateLinks is Azure's limit of private link services per load balancer.
+const maxPrivateLinks = 8
 
 // New returns the placer of the configured load balancers.
 func New(o Options) (*Placer, error) {
@@ -97,7 +107,7 @@ func New(o Options) (*Placer, error) {
 	}
 	RegisterMetrics()
 	return &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: backends.NodeIPFilter(o.Config),
-		nodeLB: map[string]string{}, pending: map[string]int{}}, nil
+		nodeLB: map[string]string{}, pending: map[string]int{}, pendingPLS: map[string]int{}}, nil
 }
 
 func pendingKey(prefix string, internal bool) string { return fmt.Sprintf("%s/%t", prefix, internal) }
@@ -177,6 +187,9 @@ type Placement struct {
 	// Release drops the placement's pending rules once its load balancer write is done
 	// (idempotent).
 	Release func()
+	// ReleasePrivateLink drops its pending private link service once that is written
+	// (idempotent).
+	ReleasePrivateLink func()
 }
 
 func (p *Placer) placeInput(s *plan.Service, current string) placement.Service {
@@ -189,23 +202,54 @@ func (p *Placer) placeInput(s *plan.Service, current string) placement.Service {
 	return in
 }
 
-// reserve counts rules as pending on a load balancer until the returned release is called.
-// The caller holds pendingMu.
-func (p *Placer) reserve(key string, rules int) func() {
-	if rules == 0 {
+// reserve counts n as pending in counts[key] until the returned release is called. The caller
+// holds pendingMu.
+func (p *Placer) reserve(counts map[string]int, key string, n int) func() {
+	if n == 0 {
 		return func() {}
 	}
-	p.pending[key] += rules
+	counts[key] += n
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			p.pendingMu.Lock()
 			defer p.pendingMu.Unlock()
-			if p.pending[key] -= rules; p.pending[key] <= 0 {
-				delete(p.pending, key)
+			if counts[key] -= n; counts[key] <= 0 {
+				delete(counts, key)
 			}
 		})
 	}
+}
+
+// privateLinks lists the private link services a service asking for one competes with (nil
+// when it asks for none, or without the list).
+func (p *Placer) privateLinks(ctx context.Context, s *plan.Service) ([]*armnetwork.PrivateLinkService, error) {
+	if !s.Opts.PLS.Create || p.o.PrivateLinks == nil {
+		return nil, nil
+	}
+	list, err := p.o.PrivateLinks.Get(ctx, plan.PrivateLinkResourceGroup(p.o.Config, s))
+	if err != nil {
+		return nil, fmt.Errorf("listing private link services: %w", err)
+	}
+	return list, nil
+}
+
+// privateLinkRoom marks the configurations whose load balancer (of the service's kind) already
+// carries Azure's maximum of private link services, counting those of services placed but not
+// created yet. The caller holds pendingMu.
+func (p *Placer) privateLinkRoom(base *plan.Cluster, s *plan.Service, list []*armnetwork.PrivateLinkService) map[string]string {
+	if !s.Opts.PLS.Create {
+		return nil
+	}
+	full := map[string]string{}
+	for _, c := range p.Clusters(base) {
+		lbName := c.LBName(s.Opts.Internal)
+		n := len(plan.PrivateLinksOn(list, c.LBID(lbName))) + p.pendingPLS[pendingKey(c.LBNamePrefix, s.Opts.Internal)]
+		if n >= maxPrivateLinks {
+			full[c.LBNamePrefix] = fmt.Sprintf("load balancer %s has %d private link services, Azure's maximum", lbName, maxPrivateLinks)
+		}
+	}
+	return full
 }
 
 // PlaceService chooses the configuration of s (and of the services sharing its frontend). It
@@ -239,6 +283,10 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 	if current == "" {
 		current = holder
 	}
+	plsList, err := p.privateLinks(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	group := []placement.Service{p.placeInput(s, current)}
 	var members []*plan.Service
 	if holder != "" {
@@ -251,14 +299,18 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 	for _, c := range p.Clusters(base) {
 		rules[c.LBNamePrefix] += p.pending[pendingKey(c.LBNamePrefix, internal)]
 	}
+	group[0].Full = p.privateLinkRoom(base, s, plsList)
 	d, err := placement.PlaceGroup(p.cfgs, group, rules)
-	release := func() {}
+	release, releasePLS := func() {}, func() {}
 	if err == nil && (current == "" || d.Moved) {
 		n := 0
 		for _, m := range append([]*plan.Service{s}, members...) {
 			n += plan.RuleCount(m)
 		}
-		release = p.reserve(pendingKey(d.Name, internal), n)
+		release = p.reserve(p.pending, pendingKey(d.Name, internal), n)
+		if s.Opts.PLS.Create {
+			releasePLS = p.reserve(p.pendingPLS, pendingKey(d.Name, internal), 1)
+		}
 	}
 	p.pendingMu.Unlock()
 	if err != nil {
@@ -272,7 +324,7 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 			placements.WithLabelValues("placed").Inc()
 			p.event(s.Svc, v1.EventTypeNormal, ReasonLoadBalancerPlaced, fmt.Sprintf("placed on load balancer %s", target.LBName(internal)))
 		}
-		return &Placement{Cluster: target, Release: release}, nil
+		return &Placement{Cluster: target, Release: release, ReleasePrivateLink: releasePLS}, nil
 	}
 	from := base.WithPrefix(d.From)
 	if internal {
@@ -281,13 +333,14 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 			old, err := p.writer(from, true).Peek(ctx)
 			if err != nil {
 				release()
+				releasePLS()
 				return nil, err
 			}
 			plan.KeepPrivateIPs(fronts, plan.ServiceFrontends(old, s.LBName()))
 		}
 	}
 	placements.WithLabelValues("moved").Inc()
-	return &Placement{Cluster: target, From: from, Members: members, Release: release}, nil
+	return &Placement{Cluster: target, From: from, Members: members, Release: release, ReleasePrivateLink: releasePLS}, nil
 }
 
 // Moved records that a service left from for to (called once per service moved).

@@ -95,6 +95,9 @@ type Service struct {
 	Requested []string
 	// Current is the configuration the service is on now ("" when not placed).
 	Current string
+	// Full are configurations whose load balancer has no room left for what the service needs
+	// (e.g. its private link service), with why. The service stays where it is regardless.
+	Full map[string]string
 }
 
 // Decision is where a service (or a group of services sharing an IP) goes.
@@ -151,6 +154,8 @@ func Eligible(cfgs []Config, s Service) ([]string, error) {
 			reasons = append(reasons, c.Name+": serviceLabelSelector does not match the service")
 		case c.ServiceNamespaces != nil && !c.ServiceNamespaces.Matches(labels.Set(s.NamespaceLabels)):
 			reasons = append(reasons, c.Name+": serviceNamespaceSelector does not match the namespace")
+		case s.Full[c.Name] != "" && !here:
+			reasons = append(reasons, c.Name+": "+s.Full[c.Name])
 		default:
 			out = append(out, c.Name)
 		}

@@ -80,6 +80,10 @@ func TestEligible(t *testing.T) {
 		{name: "allowServicePlacement false: services there stay", svc: Service{Key: "d/s", Current: "lb-drain"},
 			want: []string{"kubernetes", "lb-drain"}},
 		{name: "label selector no longer matches the current one", svc: Service{Key: "d/s", Current: "lb-a"}, want: []string{"kubernetes"}},
+		{name: "a full load balancer takes no new service", svc: Service{Key: "d/s", Full: map[string]string{"kubernetes": "8 private link services"}},
+			wantErr: "kubernetes: 8 private link services"},
+		{name: "a service already on a full load balancer stays", svc: Service{Key: "d/s", Current: "kubernetes", Full: map[string]string{"kubernetes": "full"}},
+			want: []string{"kubernetes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Eligible(cfgs, tc.svc)
