@@ -29,6 +29,7 @@ type userState struct {
 	nsgID             string
 	rule              map[string]any // the user's NSG rule properties
 	lbID, lbEtag      string
+	plsID, plsEtag    string
 }
 
 // seedUserResources creates resources the CCM must never change: a public IP the user owns (a
@@ -79,6 +80,31 @@ func seedUserResources(t *testing.T, e *framework.Env) userState {
 		"properties": map[string]any{"frontendIPConfigurations": []any{map[string]any{"name": "fe",
 			"properties": map[string]any{"subnet": map[string]any{"id": subnet}}}}}})
 	u.lbEtag = str(lb, "etag")
+
+	// A private link service of the user's on their load balancer (its NAT subnet needs the
+	// policies off, as Azure does; the CCM's own PLS use the same subnet).
+	snID := subnet
+	sn, err := e.Azsim.Get(context.Background(), snID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snProps, _ := sn["properties"].(map[string]any)
+	snProps["privateLinkServiceNetworkPolicies"] = "Disabled"
+	put(snID, map[string]any{"properties": snProps})
+	u.plsID = rg + "privateLinkServices/" + userPLSName
+	put(u.plsID, map[string]any{"location": a.Location, "properties": map[string]any{
+		"loadBalancerFrontendIPConfigurations": []any{map[string]any{"id": u.lbID + "/frontendIPConfigurations/fe"}},
+		"ipConfigurations": []any{map[string]any{"name": "nat", "properties": map[string]any{"primary": true,
+			"privateIPAllocationMethod": "Dynamic", "subnet": map[string]any{"id": subnet}}}}}})
+	doc, err := e.Azsim.Get(context.Background(), u.plsID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.plsEtag = str(doc, "etag")
+	// The user's PLS moved their load balancer's ETag.
+	if lb, err := e.Azsim.Get(context.Background(), u.lbID); err == nil {
+		u.lbEtag = str(lb, "etag")
+	}
 	return u
 }
 
@@ -145,6 +171,7 @@ func checkInvariants(ctx context.Context, e *framework.Env, u userState) error {
 	}
 	checkPublicIPs(ctx, e, u, public, ingress, fail)
 	checkNSG(ctx, e, u, svcList.Items, ingress, fail)
+	checkPrivateLinks(ctx, e, u, internal, fail)
 
 	if doc, err := e.Azsim.Get(ctx, u.lbID); err != nil {
 		fail("the user's load balancer: %v", err)
@@ -225,6 +252,51 @@ func checkLB(name string, doc map[string]any, svcs []corev1.Service, eligible []
 		return
 	}
 	fail("%s has no backend pool %s", name, clusterName)
+}
+
+// checkPrivateLinks: the cluster's private link services are exactly those of the internal
+// services asking for one, each on its service's frontend; the user's is untouched.
+func checkPrivateLinks(ctx context.Context, e *framework.Env, u userState, internal []corev1.Service, fail func(string, ...any)) {
+	all, err := e.Azsim.List(ctx, "Microsoft.Network/privateLinkServices")
+	if err != nil {
+		fail("list private link services: %v", err)
+		return
+	}
+	want := map[string]string{} // PLS name -> frontend name
+	for _, s := range internal {
+		if s.Annotations[annPLS] == "true" {
+			fe := naming.FrontendName(naming.ServiceLBName(s.UID), "", false, naming.IPv4)
+			want[strings.ToLower("pls-"+fe)] = fe
+		}
+	}
+	userSeen := false
+	for _, p := range all {
+		name := str(p, "name")
+		if strings.EqualFold(str(p, "id"), u.plsID) {
+			userSeen = true
+			if str(p, "etag") != u.plsEtag {
+				fail("the user's private link service was changed")
+			}
+			continue
+		}
+		fe, wanted := want[strings.ToLower(name)]
+		switch {
+		case !wanted:
+			fail("orphaned private link service %s (tags %v)", name, p["tags"])
+		default:
+			delete(want, strings.ToLower(name))
+			fes := arr(p, "properties", "loadBalancerFrontendIPConfigurations")
+			if len(fes) != 1 || !strings.HasSuffix(strings.ToLower(str(fes[0], "id")), "/frontendipconfigurations/"+strings.ToLower(fe)) {
+				fail("private link service %s is not on frontend %s", name, fe)
+			}
+		}
+	}
+	for name := range want {
+		fail("private link service %s is missing", name)
+	}
+	if !userSeen {
+		fail("the user's private link service was deleted")
+	}
 }
 
 // checkPublicIPs: the cluster's public IPs are exactly those of public services (by name and

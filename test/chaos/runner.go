@@ -92,6 +92,11 @@ const (
 	annInternal  = "service.beta.kubernetes.io/azure-load-balancer-internal"
 	annPIPName   = "service.beta.kubernetes.io/azure-pip-name"
 	annIdle      = "service.beta.kubernetes.io/azure-load-balancer-tcp-idle-timeout"
+	annPLS       = "service.beta.kubernetes.io/azure-pls-create"
+	userPLSName  = "user-owned-pls"
+	// maxPLS keeps the run's private link services under Azure's 8 per load balancer (the
+	// internal one holds them all, the user's too).
+	maxPLS = 5
 )
 
 // run is the state of one chaos run.
@@ -265,6 +270,9 @@ func (r *run) createService(ctx context.Context) {
 	switch p := r.rng.IntN(10); {
 	case p < 3:
 		svc.Annotations[annInternal] = "true"
+		if r.rng.IntN(2) == 0 && r.plsCount(ctx) < maxPLS {
+			svc.Annotations[annPLS] = "true"
+		}
 	case p < 4 && !r.userPIP:
 		svc.Annotations[annPIPName] = userPIPName
 		r.userPIP = true
@@ -284,7 +292,21 @@ func (r *run) updateService(ctx context.Context, svc *corev1.Service) {
 		svc.Annotations = map[string]string{}
 	}
 	what := ""
-	switch r.rng.IntN(3) {
+	switch r.rng.IntN(4) {
+	case 3:
+		// Private link service on and off (internal services only; public ones would need
+		// floating IP disabled).
+		if svc.Annotations[annInternal] != "true" {
+			return
+		}
+		if svc.Annotations[annPLS] == "true" {
+			delete(svc.Annotations, annPLS)
+		} else if r.plsCount(ctx) < maxPLS {
+			svc.Annotations[annPLS] = "true"
+		} else {
+			return
+		}
+		what = "private link service"
 	case 0:
 		svc.Spec.Ports, what = r.ports(), "ports"
 	case 1:
@@ -314,6 +336,21 @@ func (r *run) updateService(ctx context.Context, svc *corev1.Service) {
 	}
 	r.ops["update "+what]++
 	r.journal("update %s %s ports=%v ranges=%v annotations=%v", svc.Name, what, portList(svc.Spec.Ports), svc.Spec.LoadBalancerSourceRanges, svc.Annotations)
+}
+
+// plsCount counts the services that ask for a private link service.
+func (r *run) plsCount(ctx context.Context) int {
+	svcs, err := r.e.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return maxPLS
+	}
+	n := 0
+	for _, s := range svcs.Items {
+		if s.Annotations[annPLS] == "true" {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *run) deleteService(ctx context.Context, svc *corev1.Service) {
