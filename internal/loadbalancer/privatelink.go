@@ -24,12 +24,11 @@ import (
 
 // Event reasons of private link services.
 const (
-	ReasonPLSCreated   = "PrivateLinkServiceCreated"
-	ReasonPLSUpdated   = "PrivateLinkServiceUpdated"
-	ReasonPLSDeleted   = "PrivateLinkServiceDeleted"
-	ReasonPLSHandedOn  = "PrivateLinkServiceOwnerChanged"
-	ReasonPLSRefused   = "PrivateLinkServiceRefused"
-	ReasonPLSRecreated = "PrivateLinkServiceRecreated"
+	ReasonPLSCreated  = "PrivateLinkServiceCreated"
+	ReasonPLSUpdated  = "PrivateLinkServiceUpdated"
+	ReasonPLSDeleted  = "PrivateLinkServiceDeleted"
+	ReasonPLSHandedOn = "PrivateLinkServiceOwnerChanged"
+	ReasonPLSRefused  = "PrivateLinkServiceRefused"
 )
 
 // MaxPrivateLinksPerLoadBalancer is Azure's limit of private link services on one load
