@@ -155,8 +155,8 @@ func TestPrivateLinkServiceLifecycle(t *testing.T) {
 		VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: "consumer", Name: "cvnet", AddressPrefixes: []string{"192.168.0.0/16"},
 			Subnets: []topology.Subnet{{Name: "pe", AddressPrefix: "192.168.1.0/24"}}}},
 		PrivateEndpoints: []topology.PrivateEndpoint{
-		{ResourceGroup: "consumer", Name: "pe", Subnet: topology.SubnetRef{ResourceGroup: "consumer", VNet: "cvnet", Name: "pe"},
-			PrivateLinkService: alias}}})
+			{ResourceGroup: "consumer", Name: "pe", Subnet: topology.SubnetRef{ResourceGroup: "consumer", VNet: "cvnet", Name: "pe"},
+				PrivateLinkService: alias}}})
 	if err != nil || len(res.PrivateEndpoints) != 1 || res.PrivateEndpoints[0].ConnectionState != "Approved" {
 		t.Fatalf("private endpoint: %v %+v", err, res)
 	}
