@@ -93,7 +93,7 @@ func seedUserResources(t *testing.T, e *framework.Env) userState {
 	put(snID, map[string]any{"properties": snProps})
 	u.plsID = rg + "privateLinkServices/" + userPLSName
 	put(u.plsID, map[string]any{"location": a.Location, "properties": map[string]any{
-		"loadBalancerFrontendIPConfigurations": []any{map[string]any{"id": u.lbID + "/frontendIPConfigurations/fe"}},
+		"loadBalancerFrontendIpConfigurations": []any{map[string]any{"id": u.lbID + "/frontendIPConfigurations/fe"}},
 		"ipConfigurations": []any{map[string]any{"name": "nat", "properties": map[string]any{"primary": true,
 			"privateIPAllocationMethod": "Dynamic", "subnet": map[string]any{"id": subnet}}}}}})
 	doc, err := e.Azsim.Get(context.Background(), u.plsID)
@@ -285,7 +285,7 @@ func checkPrivateLinks(ctx context.Context, e *framework.Env, u userState, inter
 			fail("orphaned private link service %s (tags %v)", name, p["tags"])
 		default:
 			delete(want, strings.ToLower(name))
-			fes := arr(p, "properties", "loadBalancerFrontendIPConfigurations")
+			fes := arr(p, "properties", "loadBalancerFrontendIpConfigurations")
 			if len(fes) != 1 || !strings.HasSuffix(strings.ToLower(str(fes[0], "id")), "/frontendipconfigurations/"+strings.ToLower(fe)) {
 				fail("private link service %s is not on frontend %s", name, fe)
 			}

@@ -103,6 +103,13 @@ func (l *lbEnv) serviceEvent(name, reason, text string) {
 	}, lbWait)
 }
 
+func setAnnotation(s *corev1.Service, k, v string) {
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[k] = v
+}
+
 func connectionStates(p *armnetwork.PrivateLinkService) []string {
 	var out []string
 	for _, c := range p.Properties.PrivateEndpointConnections {
@@ -129,11 +136,6 @@ func TestPrivateLinkService(t *testing.T) {
 		t.Fatal(err)
 	}
 	usersETag := *users.Etag
-	if _, err := l.Azsim.Seed(ctx, &topology.Topology{SubscriptionID: plsConsumer, ResourceGroups: []string{"consumer"},
-		VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: "consumer", Name: "cvnet", AddressPrefixes: []string{"192.168.0.0/16"},
-			Subnets: []topology.Subnet{{Name: "pe", AddressPrefix: "192.168.1.0/24"}}}}}); err != nil {
-		t.Fatal(err)
-	}
 
 	svc := l.create(lbService("pls-web", map[string]string{annotations.Internal: "true", annotations.PLSCreate: "true",
 		annotations.PLSSubnet: "pls-nat"}))
@@ -210,7 +212,10 @@ func TestPrivateLinkService(t *testing.T) {
 		l := l.with(t)
 		// A manual request waits for the provider; an automatic one from an auto-approved
 		// subscription is approved at once (Azure applies auto-approval when a request is made).
-		res, err := l.Azsim.Seed(lbCtx(t), &topology.Topology{SubscriptionID: plsConsumer, PrivateEndpoints: []topology.PrivateEndpoint{
+		res, err := l.Azsim.Seed(lbCtx(t), &topology.Topology{SubscriptionID: plsConsumer, ResourceGroups: []string{"consumer"},
+			VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: "consumer", Name: "cvnet", AddressPrefixes: []string{"192.168.0.0/16"},
+				Subnets: []topology.Subnet{{Name: "pe", AddressPrefix: "192.168.1.0/24"}}}},
+			PrivateEndpoints: []topology.PrivateEndpoint{
 			{ResourceGroup: "consumer", Name: "pe-manual", Subnet: topology.SubnetRef{ResourceGroup: "consumer", VNet: "cvnet", Name: "pe"},
 				PrivateLinkService: alias, Manual: true},
 			{ResourceGroup: "consumer", Name: "pe-auto", Subnet: topology.SubnetRef{ResourceGroup: "consumer", VNet: "cvnet", Name: "pe"},
@@ -290,6 +295,7 @@ func TestPrivateLinkService(t *testing.T) {
 	t.Run("internal to public without floating IP disabled is refused, nothing deleted", func(t *testing.T) {
 		l := l.with(t)
 		l.update(svc.Name, func(s *corev1.Service) { delete(s.Annotations, annotations.Internal) })
+		t.Cleanup(func() { l.update(svc.Name, func(s *corev1.Service) { setAnnotation(s, annotations.Internal, "true") }) })
 		l.serviceEvent(svc.Name, "InvalidAnnotation", annotations.PLSCreate)
 		p := l.waitPLS("PLS still there", name, func(*armnetwork.PrivateLinkService) error { return nil })
 		if got := connectionStates(p); len(got) != 2 {
@@ -298,7 +304,6 @@ func TestPrivateLinkService(t *testing.T) {
 		if v := view(l.mustState().LBs[lbCluster+"-internal"], fe); len(v.Frontends) != 1 {
 			t.Fatal("the internal frontend was removed")
 		}
-		l.update(svc.Name, func(s *corev1.Service) { s.Annotations[annotations.Internal] = "true" })
 	})
 
 	t.Run("annotation removed: PLS deleted with its connections, frontend kept", func(t *testing.T) {
@@ -319,7 +324,7 @@ func TestPrivateLinkService(t *testing.T) {
 
 	t.Run("service deleted: nothing left", func(t *testing.T) {
 		l := l.with(t)
-		l.update(svc.Name, func(s *corev1.Service) { s.Annotations[annotations.PLSCreate] = "true" })
+		l.update(svc.Name, func(s *corev1.Service) { setAnnotation(s, annotations.PLSCreate, "true") })
 		l.waitPLS("PLS recreated", name, func(*armnetwork.PrivateLinkService) error { return nil })
 		l.deleteAndWaitGone(l.get(svc.Name))
 		l.waitPLSGone("PLS deleted with the service", name)
