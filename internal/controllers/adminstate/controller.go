@@ -36,6 +36,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
@@ -449,7 +450,7 @@ func (c *Controller) updatePool(ctx context.Context, p poolRef, applied func()) 
 	_, err := w.SubmitChild(ctx, p.Name, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
 		applied()
 		changes = nil
-		if pool := findPool(cur, p.Name); pool != nil {
+		if pool := backends.FindPool(cur, p.Name); pool != nil {
 			changes = planner.Apply(pool, members(c.nodes, pool))
 		}
 		return cur, nil
@@ -466,18 +467,6 @@ func (c *Controller) updatePool(ctx context.Context, p poolRef, applied func()) 
 	}
 	operations.WithLabelValues("update_pool", "success").Inc()
 	c.report(p, changes)
-	return nil
-}
-
-func findPool(lb *armnetwork.LoadBalancer, name string) *armnetwork.BackendAddressPool {
-	if lb == nil || lb.Properties == nil {
-		return nil
-	}
-	for _, p := range lb.Properties.BackendAddressPools {
-		if p != nil && strings.EqualFold(str(p.Name), name) {
-			return p
-		}
-	}
 	return nil
 }
 
