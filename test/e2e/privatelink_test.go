@@ -21,6 +21,9 @@ import (
 // plsConsumer is the subscription of the private endpoints' owner.
 const plsConsumer = "00000000-0000-0000-0000-0000000000c0"
 
+// plsVisibleOnly is a subscription the service is visible to ("*") but not auto-approved for.
+const plsVisibleOnly = "00000000-0000-0000-0000-0000000000c1"
+
 // plsTopology is the LB topology plus a NAT subnet for private link services (policies
 // enabled, as Azure creates subnets: the CCM must disable them) and a user's own load balancer
 // with its own private link service, which the CCM must never touch.
@@ -210,23 +213,25 @@ func TestPrivateLinkService(t *testing.T) {
 
 	t.Run("consumers connect from another subscription and stay connected", func(t *testing.T) {
 		l := l.with(t)
-		// A manual request waits for the provider; an automatic one from an auto-approved
-		// subscription is approved at once (Azure applies auto-approval when a request is made).
-		res, err := l.Azsim.Seed(lbCtx(t), &topology.Topology{SubscriptionID: plsConsumer, ResourceGroups: []string{"consumer"},
-			VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: "consumer", Name: "cvnet", AddressPrefixes: []string{"192.168.0.0/16"},
-				Subnets: []topology.Subnet{{Name: "pe", AddressPrefix: "192.168.1.0/24"}}}},
-			PrivateEndpoints: []topology.PrivateEndpoint{
-			{ResourceGroup: "consumer", Name: "pe-manual", Subnet: topology.SubnetRef{ResourceGroup: "consumer", VNet: "cvnet", Name: "pe"},
-				PrivateLinkService: alias, Manual: true},
-			{ResourceGroup: "consumer", Name: "pe-auto", Subnet: topology.SubnetRef{ResourceGroup: "consumer", VNet: "cvnet", Name: "pe"},
-				PrivateLinkService: alias}}})
-		if err != nil {
-			t.Fatal(err)
+		// A manual request from a subscription that only sees the service waits for the
+		// provider; a request from an auto-approved subscription is approved at once (Azure
+		// applies auto-approval when a request is made, manual or not).
+		seed := func(sub, pe string, manual bool) string {
+			res, err := l.Azsim.Seed(lbCtx(t), &topology.Topology{SubscriptionID: sub, ResourceGroups: []string{"consumer"},
+				VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: "consumer", Name: "cvnet", AddressPrefixes: []string{"192.168.0.0/16"},
+					Subnets: []topology.Subnet{{Name: "pe", AddressPrefix: "192.168.1.0/24"}}}},
+				PrivateEndpoints: []topology.PrivateEndpoint{
+					{ResourceGroup: "consumer", Name: pe, Subnet: topology.SubnetRef{ResourceGroup: "consumer", VNet: "cvnet", Name: "pe"},
+						PrivateLinkService: alias, Manual: manual}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.PrivateEndpoints) != 1 {
+				t.Fatalf("seeded endpoints %+v", res.PrivateEndpoints)
+			}
+			return res.PrivateEndpoints[0].ConnectionState
 		}
-		states := map[string]string{}
-		for _, pe := range res.PrivateEndpoints {
-			states[pe.ID[strings.LastIndex(pe.ID, "/")+1:]] = pe.ConnectionState
-		}
+		states := map[string]string{"pe-auto": seed(plsConsumer, "pe-auto", false), "pe-manual": seed(plsVisibleOnly, "pe-manual", true)}
 		if states["pe-manual"] != "Pending" || states["pe-auto"] != "Approved" {
 			t.Fatalf("connection states %v", states)
 		}
