@@ -90,8 +90,18 @@ func (p *Process) Stop(grace time.Duration) error {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-p.done
 	}
-	// Children that ignored SIGTERM and outlived the leader.
+	// Children that ignored SIGTERM and outlived the leader. A signal is delivered
+	// asynchronously, so wait until the group is really gone: callers check right after Stop
+	// that nothing of the process is left, and on a loaded machine a killed child can take a
+	// while to be scheduled and exit.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	deadline := time.Now().Add(grace)
+	for len(groupMembers(pgid)) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: processes %v of its group still alive %s after SIGKILL", p.Spec.Name, groupMembers(pgid), grace)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return nil
 }
 
