@@ -53,6 +53,7 @@ type resourceKey struct {
 }
 
 type counters struct {
+	canonical func(string) string // nil: the first spelling seen
 	mu        sync.Mutex
 	counts    map[countKey]*Count
 	resources map[resourceKey]*ResourceCount
@@ -66,8 +67,8 @@ type counters struct {
 	faultsC  prometheus.Counter
 }
 
-func newCounters() *counters {
-	c := &counters{counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{}, registry: prometheus.NewRegistry()}
+func newCounters(canonical func(string) string) *counters {
+	c := &counters{canonical: canonical, counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{}, registry: prometheus.NewRegistry()}
 	c.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "azsim_arm_requests_total", Help: "ARM requests served by azsim, by method, resource type, class and status.",
 	}, []string{"method", "resource_type", "class", "status"})
@@ -85,8 +86,13 @@ func (c *counters) record(op Op, path string, status int, took time.Duration) {
 	typ := op.ResourceType
 	if typ == "" {
 		typ = "other"
+	} else if c.canonical != nil {
+		typ = c.canonical(typ)
 	}
 	res, hasRes := addressedResource(path)
+	if hasRes && c.canonical != nil {
+		res.ResourceType = c.canonical(res.ResourceType)
+	}
 	c.mu.Lock()
 	k := countKey{op.Method, strings.ToLower(typ), status}
 	cnt := c.counts[k]

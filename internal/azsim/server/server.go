@@ -116,6 +116,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Throttle:  *opts.Throttle,
 		Seed:      opts.FaultSeed,
 		LRO:       lroHook,
+		// One counter row per type, whatever case clients spell it in.
+		CanonicalType: s.engine.CanonicalType,
 	})
 	s.imds = imds.New(s.engine)
 	s.imds.TokenHandler = s.identity.IMDSTokenHandler()
