@@ -182,6 +182,9 @@ func Replay(t *testing.T, name string, c Cassette, h http.Handler, o Options) {
 		for _, d := range CompareETags(it.Request.Method, it.Response.Headers, it.Response.Body, w.Header(), w.Body.String()) {
 			t.Errorf("%s: %s", where, d)
 		}
+		if d := CompareOSDiskNames(it.Response.Body, w.Body.String()); d != "" {
+			t.Errorf("%s: %s", where, d)
+		}
 		if missing := MissingKeys(it.Response.Body, w.Body.String()); len(missing) > 0 {
 			t.Logf("%s: keys in the recording but not in azsim's answer: %v", where, missing)
 		}
@@ -288,6 +291,48 @@ func CompareETags(method string, recH map[string][]string, recBody string, got h
 		out = append(out, fmt.Sprintf("ETag header %s differs from body etag %s", h, gotBodyTag))
 	}
 	return out
+}
+
+var hex32 = regexp.MustCompile(`[0-9a-f]{32}`)
+
+// CompareOSDiskNames compares the shape of the OS disk names in a recorded and an actual
+// answer (a VM, a scale set instance, or the first element of a list): the same name with
+// CRP's 32-hex-digit suffix as a placeholder.
+func CompareOSDiskNames(recBody, gotBody string) string {
+	name := func(body string) string {
+		var doc struct {
+			Properties struct {
+				StorageProfile struct {
+					OSDisk struct {
+						Name string `json:"name"`
+					} `json:"osDisk"`
+				} `json:"storageProfile"`
+			} `json:"properties"`
+			Value []json.RawMessage `json:"value"`
+		}
+		if json.Unmarshal([]byte(body), &doc) != nil {
+			return ""
+		}
+		if n := doc.Properties.StorageProfile.OSDisk.Name; n != "" || len(doc.Value) == 0 {
+			return hex32.ReplaceAllString(n, "{hex}")
+		}
+		var first struct {
+			Properties struct {
+				StorageProfile struct {
+					OSDisk struct {
+						Name string `json:"name"`
+					} `json:"osDisk"`
+				} `json:"storageProfile"`
+			} `json:"properties"`
+		}
+		_ = json.Unmarshal(doc.Value[0], &first)
+		return hex32.ReplaceAllString(first.Properties.StorageProfile.OSDisk.Name, "{hex}")
+	}
+	rec, got := name(recBody), name(gotBody)
+	if rec != "" && rec != got {
+		return fmt.Sprintf("OS disk name %q, recorded %q", got, rec)
+	}
+	return ""
 }
 
 func bodyETag(body string) string {
