@@ -54,6 +54,8 @@ type resourceKey struct {
 
 type counters struct {
 	canonical func(string) string // nil: the first spelling seen
+	spellMu   sync.Mutex
+	spelling  map[string]string // type as requested → canonical (canonical is asked once per spelling)
 	mu        sync.Mutex
 	counts    map[countKey]*Count
 	resources map[resourceKey]*ResourceCount
@@ -86,12 +88,12 @@ func (c *counters) record(op Op, path string, status int, took time.Duration) {
 	typ := op.ResourceType
 	if typ == "" {
 		typ = "other"
-	} else if c.canonical != nil {
-		typ = c.canonical(typ)
+	} else {
+		typ = c.spell(typ)
 	}
 	res, hasRes := addressedResource(path)
-	if hasRes && c.canonical != nil {
-		res.ResourceType = c.canonical(res.ResourceType)
+	if hasRes {
+		res.ResourceType = c.spell(res.ResourceType)
 	}
 	c.mu.Lock()
 	k := countKey{op.Method, strings.ToLower(typ), status}
@@ -116,6 +118,24 @@ func (c *counters) record(op Op, path string, status int, took time.Duration) {
 	c.mu.Unlock()
 	c.requests.WithLabelValues(op.Method, display, string(op.Class), strconv.Itoa(status)).Inc()
 	c.latency.WithLabelValues(op.Method, display, string(op.Class)).Observe(took.Seconds())
+}
+
+// spell is the canonical spelling of a resource type (unchanged without a canonicalizer).
+func (c *counters) spell(t string) string {
+	if c.canonical == nil {
+		return t
+	}
+	c.spellMu.Lock()
+	defer c.spellMu.Unlock()
+	s, ok := c.spelling[t]
+	if !ok {
+		if c.spelling == nil {
+			c.spelling = map[string]string{}
+		}
+		s = c.canonical(t)
+		c.spelling[t] = s
+	}
+	return s
 }
 
 func (c *counters) addThrottled() {
