@@ -6,7 +6,8 @@
 # BENCH_* variables shrink scenarios for quick runs (the result then says it was reduced).
 #
 # Scenarios (go test -run name → result; size variables):
-#   TestLoadBalancerBurst    → lb-burst, steady-state; BENCH_NODES, BENCH_SERVICES, BENCH_BASELINE_SERVICES, BENCH_STEADY_SECONDS
+#   TestLoadBalancerBurst    → lb-burst (three variants of equal size: ours, 50 workers without merging,
+#                              1 worker without merging), steady-state; BENCH_NODES, BENCH_SERVICES, BENCH_STEADY_SECONDS
 #   TestScaleSetScaling      → scale-set-scaling; BENCH_SCALE_*
 #   TestRollingUpgrade       → rolling-upgrade; BENCH_ROLL_*
 #   TestAdminStateBench      → adminstate

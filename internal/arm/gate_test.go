@@ -174,11 +174,15 @@ func runBurst(t *testing.T, c burstCase) (int, time.Duration) {
 				}
 				resp := srv.serve(clk.Now(), ClassWrite)
 				if c.latency > 0 {
-					// Counted as sleeping until the timer fires (in advance, synchronously), so
-					// the event loop never sees a woken client as blocked.
-					sleeping.Add(1)
+					// Counted as sleeping from after its timer exists until the timer fires (in
+					// advance, synchronously): the event loop moves the clock only when every
+					// client is counted, so it can neither skip over a timer not yet set nor
+					// see a woken client as blocked. (Counting first let a preempted client's
+					// answer be delayed by a clock jump, which the gate read as a slower
+					// server: 429s under CPU load.)
 					ch := make(chan struct{})
 					clk.AfterFunc(c.latency, func() { sleeping.Add(-1); close(ch) })
+					sleeping.Add(1)
 					<-ch
 				}
 				tk.Done(resp)

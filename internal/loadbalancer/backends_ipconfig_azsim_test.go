@@ -574,8 +574,11 @@ func TestNodeIPConfigurationOutOfBandChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A tags-only write keeps a scale set instance's etag (as in Azure): the other writer also
+	// changes the model, so that the cached etag is stale.
 	vp, err := vms.BeginUpdate(ctx, testRG, "pool", unim.InstanceID, armcompute.VirtualMachineScaleSetVM{Location: vm.Location,
-		Tags: map[string]*string{"owner": to.Ptr("someone-else")}}, nil)
+		Tags:       map[string]*string{"owner": to.Ptr("someone-else")},
+		Properties: &armcompute.VirtualMachineScaleSetVMProperties{UserData: to.Ptr("c29tZW9uZS1lbHNl")}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

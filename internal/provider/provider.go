@@ -7,6 +7,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -126,15 +127,20 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
 	if delay <= 0 {
 		delay = 2 * time.Second
 	}
+	var lastErr error
 	for attempt := 1; ; attempt++ {
 		err := c.start(ctx, o)
 		if err == nil {
 			break
 		}
+		// An attempt cut short by ctx says nothing new: report the failure before it.
+		if lastErr == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+			lastErr = err
+		}
 		klog.ErrorS(err, "Azure cloud provider start-up failed; retrying", "attempt", attempt, "retryIn", delay)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), err)
+			return nil, fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), lastErr)
 		case <-time.After(delay):
 		}
 		if delay *= 2; delay > 2*time.Minute {

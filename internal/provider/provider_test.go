@@ -66,13 +66,19 @@ func TestNewRetriesARMFailures(t *testing.T) {
 	if _, ok := c.Routes(); ok {
 		t.Error("Routes must be unavailable without routeTableName")
 	}
-	// A start-up that never succeeds ends with the context, naming the last error.
+	// A start-up that never succeeds ends with the context, naming the last error. The context
+	// ends once ARM has refused twice (not after a wall-clock time, which a loaded machine may
+	// spend before the first answer); the attempt it cuts short is not the error reported.
+	short, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	var refused atomic.Int32
 	srv2 := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"code":"AuthorizationFailed","message":"denied"}}`, http.StatusForbidden)
+		if refused.Add(1) == 2 {
+			cancel2()
+		}
 	}))
 	defer srv2.Close()
-	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel2()
 	_, err = New(short, cfg, Options{StartupBackoff: 10 * time.Millisecond, ARM: arm.Options{
 		Credential: staticCred{}, Transport: srv2.Client(), Metrics: arm.NewMetrics(),
 		Environment: &config.Environment{ResourceManagerEndpoint: srv2.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login/"},

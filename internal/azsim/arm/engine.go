@@ -166,6 +166,28 @@ func (e *Engine) AddRoute(match func(*http.Request) bool, h http.Handler) {
 
 func (e *Engine) spec(fullType string) *TypeSpec { return e.specs[strings.ToLower(fullType)] }
 
+// CanonicalType spells a full resource type ("microsoft.Compute/virtualMachineScaleSets/…",
+// "Microsoft.Network/locations/operations") as registered: the type's own spelling when it is
+// registered, else at least the namespace's. Clients spell types in any case; counters and
+// metrics keyed by type use this so that one type is one row.
+func (e *Engine) CanonicalType(t string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.specs[strings.ToLower(t)]; s != nil {
+		return s.Type
+	}
+	ns, rest, ok := strings.Cut(t, "/")
+	for _, s := range e.specs {
+		if sns, _, _ := strings.Cut(s.Type, "/"); strings.EqualFold(sns, ns) {
+			if ok {
+				return sns + "/" + rest
+			}
+			return sns
+		}
+	}
+	return t
+}
+
 func (e *Engine) now() time.Time { return e.cfg.Now() }
 
 // Do runs fn under the engine lock as one transaction; derivers run afterwards

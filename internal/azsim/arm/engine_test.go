@@ -172,3 +172,17 @@ func TestChildWithoutAPIAndSynchronousChildPut(t *testing.T) {
 		t.Fatalf("decision PUT: %d %q %v", r.StatusCode, r.Header.Get("Azure-AsyncOperation"), m)
 	}
 }
+
+func TestCanonicalType(t *testing.T) {
+	e := newTestEngine(Config{})
+	for in, want := range map[string]string{
+		"microsoft.compute/VIRTUALMACHINESCALESETS":                 "Microsoft.Compute/virtualMachineScaleSets",
+		"microsoft.Compute/virtualMachineScaleSets/virtualMachines": "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+		"microsoft.compute/locations/operations":                    "Microsoft.Compute/locations/operations",
+		"Other.Namespace/things":                                    "Other.Namespace/things",
+	} {
+		if got := e.CanonicalType(in); got != want {
+			t.Errorf("CanonicalType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

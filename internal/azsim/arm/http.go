@@ -119,8 +119,9 @@ func (e *Engine) serveARM(w http.ResponseWriter, r *http.Request) error {
 	if len(segs) == 8 && strings.EqualFold(segs[0], "subscriptions") && strings.EqualFold(segs[2], "providers") &&
 		strings.EqualFold(segs[4], "locations") && r.Method == http.MethodGet {
 		switch strings.ToLower(segs[6]) {
-		case "operations":
-			e.serveOperation(w, r, segs[7], false)
+		case "operations", "diskoperations":
+			// CRP's Location URL is the status URL with monitor=true.
+			e.serveOperation(w, r, segs[7], strings.EqualFold(r.URL.Query().Get("monitor"), "true"))
 			return nil
 		case "operationresults":
 			e.serveOperation(w, r, segs[7], true)

@@ -43,6 +43,9 @@ type operation struct {
 	Err         *Error
 	Fail        *Error // set when the op is scripted to fail
 	Extras      bool   // CRP-style status body
+	Create      bool   // the PUT created the resource
+	Polling     PollingStyle
+	P           string // CRP's p= polling parameter
 }
 
 // LROInfo describes an operation to failure rules.
@@ -103,6 +106,10 @@ func (e *Engine) startOp(req *http.Request, kind opKind, r *resource, apiVersion
 		ID: newGUID(), Sub: r.ID.Subscription, Namespace: namespaceOf(r.Spec.Type),
 		Location: locationOf(e, r), ResourceKey: r.key, Kind: kind, APIVersion: apiVersion,
 		Start: now, Due: now.Add(d), Status: "InProgress", Fail: o.Fail, Extras: r.Spec.OperationStatusExtras,
+		Polling: r.Spec.Polling,
+	}
+	if op.Polling != PollingNRP {
+		op.P = newGUID()
 	}
 	if op.Fail == nil {
 		info := LROInfo{Method: kind.String(), ResourceID: r.ID.String(), Type: r.Spec.Type}
@@ -191,7 +198,11 @@ func (e *Engine) complete(tx *Tx, op *operation) {
 		e.remove(tx, r)
 	default:
 		setProvisioningState(r.Doc, "Succeeded")
-		e.fillChildren(r)
+		if op.Create && r.Spec.RenewETagWhenCreated {
+			e.finish(r)
+		} else {
+			e.fillChildren(r)
+		}
 		tx.changed[op.ResourceKey] = true
 	}
 }
@@ -209,16 +220,32 @@ func (e *Engine) base(r *http.Request) string {
 }
 
 func (e *Engine) asyncURL(r *http.Request, op *operation) string {
+	switch op.Polling {
+	case PollingCRP, PollingCRPDisks:
+		return e.base(r) + e.crpOperationPath(op) + "?p=" + op.P + "&api-version=" + url.QueryEscape(op.APIVersion)
+	}
 	return e.base(r) + "/subscriptions/" + op.Sub + "/providers/" + op.Namespace + "/locations/" + op.Location +
 		"/operations/" + op.ID + "?api-version=" + url.QueryEscape(op.APIVersion)
 }
 
 func (e *Engine) locationURL(r *http.Request, op *operation) string {
-	if op.Namespace == ResourceGroupsNamespace {
+	switch {
+	case op.Namespace == ResourceGroupsNamespace:
 		return e.base(r) + "/subscriptions/" + op.Sub + "/operationresults/" + op.ID + "?api-version=" + url.QueryEscape(op.APIVersion)
+	case op.Polling == PollingCRP || op.Polling == PollingCRPDisks:
+		// CRP's Location is its status URL with monitor=true, which answers like operationResults.
+		return e.base(r) + e.crpOperationPath(op) + "?monitor=true&p=" + op.P + "&api-version=" + url.QueryEscape(op.APIVersion)
 	}
 	return e.base(r) + "/subscriptions/" + op.Sub + "/providers/" + op.Namespace + "/locations/" + op.Location +
 		"/operationResults/" + op.ID + "?api-version=" + url.QueryEscape(op.APIVersion)
+}
+
+func (e *Engine) crpOperationPath(op *operation) string {
+	seg := "operations"
+	if op.Polling == PollingCRPDisks {
+		seg = "DiskOperations"
+	}
+	return "/subscriptions/" + op.Sub + "/providers/" + op.Namespace + "/locations/" + op.Location + "/" + seg + "/" + op.ID
 }
 
 // setPollHeaders writes the polling headers for an operation.
@@ -226,7 +253,7 @@ func (e *Engine) setPollHeaders(w http.ResponseWriter, r *http.Request, op *oper
 	switch style {
 	case LROAsync:
 		w.Header().Set("Azure-AsyncOperation", e.asyncURL(r, op))
-		if withLocation {
+		if withLocation || op.Polling == PollingCRPDisks {
 			w.Header().Set("Location", e.locationURL(r, op))
 		}
 	case LROLocation:

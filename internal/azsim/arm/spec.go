@@ -52,6 +52,21 @@ const (
 	LRONone
 )
 
+// PollingStyle selects the shape of the polling URLs a type's operations return.
+type PollingStyle int
+
+const (
+	// PollingNRP: Azure-AsyncOperation …/locations/{l}/operations/{id} and, on DELETE,
+	// Location …/locations/{l}/operationResults/{id} (Microsoft.Network).
+	PollingNRP PollingStyle = iota
+	// PollingCRP: Azure-AsyncOperation …/locations/{l}/operations/{id}?p={guid} and, on DELETE
+	// and actions, Location …/operations/{id}?monitor=true&p={guid} (Microsoft.Compute).
+	PollingCRP
+	// PollingCRPDisks: as PollingCRP under …/locations/{l}/DiskOperations/{id}, with the
+	// Location header on every write (disks and snapshots).
+	PollingCRPDisks
+)
+
 // Write is what a TypeSpec.Prepare hook sees: the new document about to be
 // stored (mutable) and the previous one (nil on create; do not modify).
 type Write struct {
@@ -103,6 +118,20 @@ type TypeSpec struct {
 	ETag  ETagStyle
 	Put   PutMode
 	Patch PatchMode
+	// KeepETag, when set, tells whether a PUT or PATCH that turns old into doc keeps the
+	// stored etag (docs as stored, provisioningState and etag left out): CRP renews a scale
+	// set's etag only when its model changes, and a scale set instance's only when more than
+	// its tags change. Nil renews the etag on every write.
+	KeepETag func(old, doc map[string]any) bool
+	// RenewETagWhenCreated: the end of a create operation renews the etag once more (CRP
+	// virtual machines answer the PUT with "1" and read "2" once created).
+	RenewETagWhenCreated bool
+	// Polling selects the polling URL shape (default PollingNRP).
+	Polling PollingStyle
+	// UpdatePollsResource: a PUT that updates an existing resource answers without polling
+	// headers, and the client polls the resource until its provisioningState ends (CRP
+	// virtual machines). Creates still return Azure-AsyncOperation.
+	UpdatePollsResource bool
 
 	// CreateStatus / UpdateStatus are the PUT status codes (default 201 / 200).
 	CreateStatus, UpdateStatus int

@@ -159,6 +159,7 @@ func (e *Engine) write(tx *Tx, w http.ResponseWriter, r *http.Request, spec *Typ
 	var op *operation
 	if style != LRONone {
 		op = e.startOp(r, opPut, res, apiVersion)
+		op.Create = old == nil
 	}
 	state := "Succeeded"
 	if op != nil && (op.Due.After(e.now()) || op.Fail != nil) {
@@ -168,8 +169,19 @@ func (e *Engine) write(tx *Tx, w http.ResponseWriter, r *http.Request, spec *Typ
 			state = "Updating"
 		}
 	}
+	keep := old != nil && child == nil && spec.KeepETag != nil && spec.KeepETag(oldDoc, doc)
 	setProvisioningState(doc, state)
-	e.finish(res)
+	if keep {
+		if et, ok := oldDoc["etag"]; ok {
+			doc["etag"] = et
+		}
+		e.fillChildren(res)
+	} else {
+		e.finish(res)
+	}
+	// The answer carries the etag of the write itself, even when an instant operation
+	// completes (and may renew it) right away: the client sees what a real create answers.
+	answerETag, _ := doc["etag"].(string)
 	if op != nil && !op.Due.After(e.now()) {
 		e.complete(tx, op)
 	}
@@ -202,10 +214,15 @@ func (e *Engine) write(tx *Tx, w http.ResponseWriter, r *http.Request, spec *Typ
 		respDoc = CopyDoc(respDoc)
 		setProvisioningState(respDoc, "Updating")
 	}
-	if op != nil {
+	if et, _ := respDoc["etag"].(string); child == nil && et != answerETag {
+		respDoc = CopyDoc(respDoc)
+		respDoc["etag"] = answerETag
+	}
+	if op != nil && !(old != nil && child == nil && spec.UpdatePollsResource) {
 		e.setPollHeaders(w, r, op, style, false)
 	}
-	if et, _ := respDoc["etag"].(string); et != "" {
+	// CRP sends the etag as a header on writes too; NRP only in the body.
+	if et, _ := respDoc["etag"].(string); et != "" && spec.ETag == ETagCounter {
 		w.Header().Set("ETag", et)
 	}
 	writeJSON(w, status, publicDoc(respDoc))
@@ -251,7 +268,9 @@ func (e *Engine) servePatch(tx *Tx, w http.ResponseWriter, r *http.Request, spec
 	old.Doc["tags"] = tags
 	e.finish(old)
 	tx.changed[old.ID.Key()] = true
-	w.Header().Set("ETag", Str(old.Doc, "etag"))
+	if spec.ETag == ETagCounter {
+		w.Header().Set("ETag", Str(old.Doc, "etag"))
+	}
 	writeJSON(w, http.StatusOK, publicDoc(old.Doc))
 	return nil
 }

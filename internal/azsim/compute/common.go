@@ -149,3 +149,26 @@ func markRuntime(tx *arm.Tx, id string, fn func(doc map[string]any)) bool {
 	tx.MarkChanged(id)
 	return true
 }
+
+// sameModel reports whether two stored documents hold the same model: equal once the etag,
+// the provisioning state and the given top-level keys are left out. CRP keeps an etag across a
+// write that changes nothing else (see arm.TypeSpec.KeepETag).
+func sameModel(old, doc map[string]any, ignore ...string) bool {
+	clean := func(d map[string]any) []byte {
+		c := arm.CopyDoc(d)
+		delete(c, "etag")
+		for _, k := range ignore {
+			delete(c, k)
+		}
+		if p, ok := c["properties"].(map[string]any); ok {
+			delete(p, "provisioningState")
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	a, b := clean(old), clean(doc)
+	return a != nil && b != nil && string(a) == string(b)
+}

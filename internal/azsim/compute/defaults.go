@@ -1,6 +1,8 @@
 package compute
 
 import (
+	"strings"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 )
@@ -32,6 +34,9 @@ func DefaultScaleSet(ss *armcompute.VirtualMachineScaleSet) {
 		p.UpgradePolicy = &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)}
 	}
 	DefaultNICConfigs(scaleSetNICConfigs(ss))
+	if prof := p.VirtualMachineProfile; prof != nil {
+		DefaultScaleSetOSDisk(prof.StorageProfile)
+	}
 }
 
 // DefaultNICConfigs fills the defaults of scale set NIC configurations.
@@ -82,4 +87,67 @@ func DefaultDisk(d *armcompute.Disk) {
 	if p.DiskMBpsReadWrite == nil {
 		p.DiskMBpsReadWrite = to.Ptr[int64](60)
 	}
+}
+
+// osTypeOf is the OS type CRP derives for a disk created from an image when the client named
+// none: Windows for Windows Server images, Linux for everything else.
+func osTypeOf(img *armcompute.ImageReference) armcompute.OperatingSystemTypes {
+	if img != nil && img.Publisher != nil && strings.Contains(strings.ToLower(*img.Publisher), "windows") {
+		return armcompute.OperatingSystemTypesWindows
+	}
+	return armcompute.OperatingSystemTypesLinux
+}
+
+// defaultOSDiskSizeGB is the size CRP gives an image's OS disk when the client named none.
+func defaultOSDiskSizeGB(t armcompute.OperatingSystemTypes) int32 {
+	if t == armcompute.OperatingSystemTypesWindows {
+		return 127
+	}
+	return 30
+}
+
+// DefaultVMOSDisk fills what CRP returns for a VM's OS disk created from an image: osType
+// (real clients dereference it), the size and, if the client named none, the disk's name
+// "<vm>_OsDisk_1_<32 hex digits>".
+func DefaultVMOSDisk(sp *armcompute.StorageProfile, vmName, unique string) {
+	if sp == nil || sp.OSDisk == nil {
+		return
+	}
+	d := sp.OSDisk
+	if d.CreateOption != nil && *d.CreateOption != armcompute.DiskCreateOptionTypesFromImage {
+		return
+	}
+	if d.OSType == nil {
+		d.OSType = to.Ptr(osTypeOf(sp.ImageReference))
+	}
+	if d.DiskSizeGB == nil {
+		d.DiskSizeGB = to.Ptr(defaultOSDiskSizeGB(*d.OSType))
+	}
+	if d.Name == nil && unique != "" {
+		d.Name = to.Ptr(vmName + "_OsDisk_1_" + strings.ReplaceAll(unique, "-", ""))
+	}
+}
+
+// DefaultScaleSetOSDisk fills osType and size of a scale set model's OS disk created from an
+// image.
+func DefaultScaleSetOSDisk(sp *armcompute.VirtualMachineScaleSetStorageProfile) {
+	if sp == nil || sp.OSDisk == nil {
+		return
+	}
+	d := sp.OSDisk
+	if d.CreateOption != nil && *d.CreateOption != armcompute.DiskCreateOptionTypesFromImage {
+		return
+	}
+	if d.OSType == nil {
+		d.OSType = to.Ptr(osTypeOf(sp.ImageReference))
+	}
+	if d.DiskSizeGB == nil {
+		d.DiskSizeGB = to.Ptr(defaultOSDiskSizeGB(*d.OSType))
+	}
+}
+
+// UniformOSDiskName is the OS disk name of a Uniform instance as CRP gives it:
+// "<scale set>_<instance name>_OS__1_<32 hex digits>".
+func UniformOSDiskName(scaleSet, instanceName, unique string) string {
+	return scaleSet + "_" + instanceName + "_OS__1_" + strings.ReplaceAll(unique, "-", "")
 }

@@ -45,8 +45,9 @@ func TestAvailabilitySetVMAndNIC(t *testing.T) {
 		if *r.Properties.OSProfile.ComputerName != name || r.Properties.InstanceView != nil {
 			t.Errorf("vm %s: computerName %v, instanceView without $expand: %v", name, *r.Properties.OSProfile.ComputerName, r.Properties.InstanceView)
 		}
-		if r.Etag == nil || *r.Etag != `"1"` {
-			t.Errorf("vm %s etag %v, want \"1\"", name, r.Etag)
+		// CRP answers the create with "1"; the VM reads "2" once created.
+		if r.Etag == nil || *r.Etag != `"2"` {
+			t.Errorf("vm %s etag %v, want \"2\"", name, r.Etag)
 		}
 	}
 
@@ -95,7 +96,7 @@ func TestAvailabilitySetVMAndNIC(t *testing.T) {
 	v.must(err, "update vm1")
 	r, err := p.PollUntilDone(v.ctx, fastPoll)
 	v.must(err, "update vm1")
-	if *r.Tags["k"] != "v" || r.Properties.AvailabilitySet == nil || len(r.Properties.NetworkProfile.NetworkInterfaces) != 1 || *r.Etag != `"2"` {
+	if *r.Tags["k"] != "v" || r.Properties.AvailabilitySet == nil || len(r.Properties.NetworkProfile.NetworkInterfaces) != 1 || *r.Etag != `"3"` {
 		t.Errorf("merge update lost fields or etag not bumped: %+v etag %s", r.Properties, *r.Etag)
 	}
 
@@ -637,5 +638,26 @@ func TestProviderDocuments(t *testing.T) {
 	v.must(err, "get network provider")
 	if *np.Namespace != "Microsoft.Network" || len(np.ResourceTypes) == 0 {
 		t.Errorf("network provider: %+v", np)
+	}
+}
+
+// TestProviderList: GET /subscriptions/{s}/providers lists the providers azsim serves, through
+// the SDK's pager.
+func TestProviderList(t *testing.T) {
+	v := newEnv(t, arm.Config{})
+	pager := v.res.NewProvidersClient().NewListPager(nil)
+	var names []string
+	for pager.More() {
+		page, err := pager.NextPage(v.ctx)
+		v.must(err, "list providers")
+		for _, p := range page.Value {
+			names = append(names, *p.Namespace)
+			if len(p.ResourceTypes) == 0 {
+				t.Errorf("provider %s has no resource types", *p.Namespace)
+			}
+		}
+	}
+	if strings.Join(names, ",") != "Microsoft.Compute,Microsoft.Network" {
+		t.Errorf("providers: %v", names)
 	}
 }

@@ -47,6 +47,31 @@ func TestRawWire(t *testing.T) {
 	code := func(body map[string]any) string { return arm.Str(body, "error", "code") }
 	const v7 = "?api-version=2025-04-01"
 
+	// Every api-version ARM serves for a type is accepted (older clients), others are refused.
+	for _, ver := range []string{"2024-07-01", "2017-03-30", "2016-04-30-preview", "2026-04-01"} {
+		if resp, body := do(http.MethodGet, base+"?api-version="+ver, ""); resp.StatusCode != 200 {
+			t.Errorf("GET scale set with api-version %s: %d %v", ver, resp.StatusCode, body)
+		}
+	}
+	if resp, body := do(http.MethodGet, base+"?api-version=2024-07-02", ""); resp.StatusCode != 400 || code(body) != "NoRegisteredProviderFound" {
+		t.Errorf("unknown api-version: %d %v", resp.StatusCode, body)
+	}
+	netBase := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/"
+	for _, c := range []struct {
+		path, ver string
+		ok        bool
+	}{
+		{"natGateways/none", "2019-02-01", true}, {"natGateways/none", "2018-12-01", false},
+		{"publicIPPrefixes/none", "2018-07-01", true}, {"publicIPPrefixes/none", "2018-06-01", false},
+		{"serviceGateways/none", "2025-05-01", true}, {"serviceGateways/none", "2025-03-01", false},
+		{"loadBalancers/none", "2015-06-15", true}, {"loadBalancers/none", "2019-06-01", true},
+	} {
+		resp, body := do(http.MethodGet, netBase+c.path+"?api-version="+c.ver, "")
+		if got := resp.StatusCode == http.StatusNotFound; got != c.ok || (!c.ok && code(body) != "NoRegisteredProviderFound") {
+			t.Errorf("GET %s api-version %s: %d %v (want served: %v)", c.path, c.ver, resp.StatusCode, body, c.ok)
+		}
+	}
+
 	resp, body := do(http.MethodGet, base+"/virtualMachines/x"+v7, "")
 	if resp.StatusCode != 400 || code(body) != "InvalidParameter" || arm.Str(body, "error", "target") != "instanceId" {
 		t.Errorf("non-numeric instance: %d %v", resp.StatusCode, body)
@@ -74,9 +99,15 @@ func TestRawWire(t *testing.T) {
 	if etag != `"1"` || inst["etag"] != etag {
 		t.Fatalf("instance etag header %q body %v", etag, inst["etag"])
 	}
-	partial := `{"location":"eastus","etag":` + jsonString(etag) + `,"properties":{"hardwareProfile":{"vmSize":"Standard_D2s_v3"},
+	same := `{"location":"eastus","etag":` + jsonString(etag) + `,"properties":{"hardwareProfile":{"vmSize":"Standard_D2s_v3"},
 	 "networkProfileConfiguration":{"networkInterfaceConfigurations":[{"name":"nic","properties":{"primary":true,"ipConfigurations":[
 	  {"name":"ipconfig1","properties":{"primary":true,"subnet":{"id":"` + v.subnet + `"}}}]}}]}}}`
+	// A write that changes nothing (or only tags) keeps the etag, as CRP does.
+	resp, _ = do(http.MethodPut, base+"/virtualMachines/0"+v7, same, "If-Match", etag)
+	if resp.StatusCode != 200 || resp.Header.Get("ETag") != etag {
+		t.Errorf("unchanged instance PUT: %d etag %q, want %q", resp.StatusCode, resp.Header.Get("ETag"), etag)
+	}
+	partial := strings.Replace(same, `"primary":true,"ipConfigurations"`, `"primary":true,"dnsSettings":{"dnsServers":["10.0.0.10"]},"ipConfigurations"`, 1)
 	resp, out := do(http.MethodPut, base+"/virtualMachines/0"+v7, partial, "If-Match", etag)
 	if resp.StatusCode != 200 || resp.Header.Get("Azure-AsyncOperation") == "" || resp.Header.Get("ETag") != `"2"` {
 		t.Errorf("instance PUT: %d headers %v", resp.StatusCode, resp.Header)

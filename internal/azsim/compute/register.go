@@ -63,6 +63,9 @@ func Register(e *arm.Engine, cfgs ...Config) {
 		}
 		s.CreatingState = "Creating"
 		s.OperationStatusExtras = true
+		if s.Polling == arm.PollingNRP {
+			s.Polling = arm.PollingCRP
+		}
 		return s
 	}
 	e.Register(crp(arm.TypeSpec{
@@ -87,9 +90,11 @@ func Register(e *arm.Engine, cfgs ...Config) {
 		Patch:        arm.PatchUnsupported,
 		UpdateStatus: http.StatusOK,
 		NamePattern:  instanceIDPattern,
-		Prepare:      h.prepareVMSSVM,
-		AfterDelete:  h.afterDeleteVMSSVM,
-		Actions:      h.instanceActions(true),
+		// A tags-only write is not a model change: the instance keeps its etag.
+		KeepETag:    func(old, doc map[string]any) bool { return sameModel(old, doc, "tags") },
+		Prepare:     h.prepareVMSSVM,
+		AfterDelete: h.afterDeleteVMSSVM,
+		Actions:     h.instanceActions(true),
 	}))
 	e.Register(crp(arm.TypeSpec{
 		Type:        TypeVMSS,
@@ -97,6 +102,7 @@ func Register(e *arm.Engine, cfgs ...Config) {
 		Put:         arm.PutMerge,
 		Patch:       arm.PatchMerge,
 		NameMaxLen:  64,
+		KeepETag:    func(old, doc map[string]any) bool { return sameModel(old, doc) },
 		Prepare:     h.prepareVMSS,
 		AfterDelete: h.afterDeleteVMSS,
 		Actions:     h.scaleSetActions(),
@@ -115,18 +121,22 @@ func Register(e *arm.Engine, cfgs ...Config) {
 		},
 	)
 	e.Register(crp(arm.TypeSpec{
-		Type:        TypeVM,
-		ETag:        arm.ETagCounter,
-		Put:         arm.PutMerge,
-		Patch:       arm.PatchMerge,
-		NameMaxLen:  64,
-		Prepare:     h.prepareVM,
-		AfterDelete: h.afterDeleteVM,
-		Actions:     h.instanceActions(false),
+		Type: TypeVM,
+		ETag: arm.ETagCounter,
+		// CRP answers a VM create with "1" and shows "2" once the VM is created.
+		RenewETagWhenCreated: true,
+		UpdatePollsResource:  true,
+		Put:                  arm.PutMerge,
+		Patch:                arm.PatchMerge,
+		NameMaxLen:           64,
+		Prepare:              h.prepareVM,
+		AfterDelete:          h.afterDeleteVM,
+		Actions:              h.instanceActions(false),
 	}))
 	e.Register(crp(arm.TypeSpec{
 		Type:         TypeDisk,
 		APIVersions:  arm.DiskAPIVersions,
+		Polling:      arm.PollingCRPDisks,
 		ETag:         arm.ETagNone,
 		Patch:        arm.PatchMerge,
 		CreateStatus: http.StatusAccepted,
@@ -159,32 +169,44 @@ var providerTypes = map[string][]ResourceType{
 	"microsoft.network": {
 		{Name: "loadBalancers", APIVersions: arm.NetworkAPIVersions},
 		{Name: "publicIPAddresses", APIVersions: arm.NetworkAPIVersions},
-		{Name: "publicIPPrefixes", APIVersions: arm.NetworkAPIVersions},
+		{Name: "publicIPPrefixes", APIVersions: arm.PublicIPPrefixAPIVersions},
 		{Name: "networkInterfaces", APIVersions: arm.NetworkAPIVersions},
 		{Name: "networkSecurityGroups", APIVersions: arm.NetworkAPIVersions},
 		{Name: "routeTables", APIVersions: arm.NetworkAPIVersions},
 		{Name: "virtualNetworks", APIVersions: arm.NetworkAPIVersions},
-		{Name: "natGateways", APIVersions: arm.NetworkAPIVersions},
-		{Name: "serviceGateways", APIVersions: arm.NetworkAPIVersions},
+		{Name: "natGateways", APIVersions: arm.NATGatewayAPIVersions},
+		{Name: "serviceGateways", APIVersions: arm.ServiceGatewayAPIVersions},
 	},
 }
 
 var providerNames = map[string]string{"microsoft.compute": "Microsoft.Compute", "microsoft.network": "Microsoft.Network"}
 
-// matchProvider matches GET /subscriptions/{sub}/providers/{Microsoft.Compute|Microsoft.Network}.
+// matchProvider matches GET /subscriptions/{sub}/providers (the list) and
+// GET /subscriptions/{sub}/providers/{Microsoft.Compute|Microsoft.Network}.
 func matchProvider(r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	return len(segs) == 4 && strings.EqualFold(segs[0], "subscriptions") && strings.EqualFold(segs[2], "providers") &&
-		providerTypes[strings.ToLower(segs[3])] != nil
+	if len(segs) < 3 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "providers") {
+		return false
+	}
+	return len(segs) == 3 || len(segs) == 4 && providerTypes[strings.ToLower(segs[3])] != nil
 }
 
 func (h *handler) serveProvider(w http.ResponseWriter, r *http.Request) {
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if r.URL.Query().Get("api-version") == "" {
 		writeARMError(w, arm.BadRequest("MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests."))
+		return
+	}
+	if len(segs) == 3 {
+		// The list holds every provider azsim serves, in namespace order (one page).
+		out := map[string]any{"value": []any{}}
+		for _, ns := range []string{"microsoft.compute", "microsoft.network"} {
+			out["value"] = append(out["value"].([]any), ProviderDocument(segs[1], providerNames[ns], providerTypes[ns], h.cfg.Locations))
+		}
+		writeJSONBody(w, http.StatusOK, out)
 		return
 	}
 	ns := strings.ToLower(segs[3])

@@ -239,7 +239,7 @@ func NewUniformInstance(ss *armcompute.VirtualMachineScaleSet, ssID string, p Pl
 		}
 		vm.Properties.StorageProfile = &armcompute.StorageProfile{
 			OSDisk: &armcompute.OSDisk{
-				Name:         to.Ptr(name + "_OsDisk"),
+				Name:         to.Ptr(UniformOSDiskName(str(ss.Name), name, vmID)),
 				CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage),
 			},
 			DataDisks: []*armcompute.DataDisk{},
@@ -254,6 +254,7 @@ func NewUniformInstance(ss *armcompute.VirtualMachineScaleSet, ssID string, p Pl
 				}
 			}
 		}
+		DefaultVMOSDisk(vm.Properties.StorageProfile, name, vmID)
 	}
 	ApplyScaleSetModel(vm, ss)
 	SyncUniformNetworkProfile(vm)
@@ -438,6 +439,19 @@ func NewFlexVM(ss *armcompute.VirtualMachineScaleSet, ssID, vmID, name, zone, ni
 			vm.Properties.OSProfile.ComputerName = to.Ptr(*prof.OSProfile.ComputerNamePrefix + name[strings.LastIndex(name, "_")+1:])
 		}
 		vm.Properties.OSProfile.AdminUsername = prof.OSProfile.AdminUsername
+	}
+	if prof := ss.Properties.VirtualMachineProfile; prof != nil && prof.StorageProfile != nil {
+		sp := prof.StorageProfile
+		vm.Properties.StorageProfile.ImageReference = Clone(sp.ImageReference)
+		vm.Properties.StorageProfile.OSDisk = &armcompute.OSDisk{CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage)}
+		if od := sp.OSDisk; od != nil {
+			d := vm.Properties.StorageProfile.OSDisk
+			d.OSType, d.Caching, d.DiskSizeGB = od.OSType, od.Caching, od.DiskSizeGB
+			if od.ManagedDisk != nil {
+				d.ManagedDisk = &armcompute.ManagedDiskParameters{StorageAccountType: od.ManagedDisk.StorageAccountType}
+			}
+		}
+		DefaultVMOSDisk(vm.Properties.StorageProfile, name, guid)
 	}
 	return vm
 }

@@ -71,6 +71,7 @@ func (h *handler) prepareVM(tx *arm.Tx, w *arm.Write) error {
 			p.OSProfile.ComputerName = to.Ptr(w.ID.Name())
 		}
 		p.VMID = to.Ptr(arm.NewGUID())
+		DefaultVMOSDisk(p.StorageProfile, w.ID.Name(), *p.VMID)
 		p.TimeCreated = to.Ptr(tx.Now().UTC())
 		fd, ud := h.placeInAvailabilitySet(tx, p.AvailabilitySet)
 		p.InstanceView = VMInstanceView(*p.OSProfile.ComputerName, PowerRunning, fd, ud)
@@ -81,6 +82,7 @@ func (h *handler) prepareVM(tx *arm.Tx, w *arm.Write) error {
 	} else {
 		// Read-only and immutable fields come from the stored model.
 		p.VMID, p.TimeCreated, p.InstanceView = old.Properties.VMID, old.Properties.TimeCreated, old.Properties.InstanceView
+		DefaultVMOSDisk(p.StorageProfile, w.ID.Name(), str(p.VMID))
 		if old.Properties.OSProfile != nil && old.Properties.OSProfile.ComputerName != nil {
 			p.OSProfile.ComputerName = old.Properties.OSProfile.ComputerName
 		}

@@ -53,6 +53,9 @@ type resourceKey struct {
 }
 
 type counters struct {
+	canonical func(string) string // nil: the first spelling seen
+	spellMu   sync.Mutex
+	spelling  map[string]string // type as requested → canonical (canonical is asked once per spelling)
 	mu        sync.Mutex
 	counts    map[countKey]*Count
 	resources map[resourceKey]*ResourceCount
@@ -66,8 +69,8 @@ type counters struct {
 	faultsC  prometheus.Counter
 }
 
-func newCounters() *counters {
-	c := &counters{counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{}, registry: prometheus.NewRegistry()}
+func newCounters(canonical func(string) string) *counters {
+	c := &counters{canonical: canonical, counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{}, registry: prometheus.NewRegistry()}
 	c.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "azsim_arm_requests_total", Help: "ARM requests served by azsim, by method, resource type, class and status.",
 	}, []string{"method", "resource_type", "class", "status"})
@@ -85,8 +88,13 @@ func (c *counters) record(op Op, path string, status int, took time.Duration) {
 	typ := op.ResourceType
 	if typ == "" {
 		typ = "other"
+	} else {
+		typ = c.spell(typ)
 	}
 	res, hasRes := addressedResource(path)
+	if hasRes {
+		res.ResourceType = c.spell(res.ResourceType)
+	}
 	c.mu.Lock()
 	k := countKey{op.Method, strings.ToLower(typ), status}
 	cnt := c.counts[k]
@@ -110,6 +118,24 @@ func (c *counters) record(op Op, path string, status int, took time.Duration) {
 	c.mu.Unlock()
 	c.requests.WithLabelValues(op.Method, display, string(op.Class), strconv.Itoa(status)).Inc()
 	c.latency.WithLabelValues(op.Method, display, string(op.Class)).Observe(took.Seconds())
+}
+
+// spell is the canonical spelling of a resource type (unchanged without a canonicalizer).
+func (c *counters) spell(t string) string {
+	if c.canonical == nil {
+		return t
+	}
+	c.spellMu.Lock()
+	defer c.spellMu.Unlock()
+	s, ok := c.spelling[t]
+	if !ok {
+		if c.spelling == nil {
+			c.spelling = map[string]string{}
+		}
+		s = c.canonical(t)
+		c.spelling[t] = s
+	}
+	return s
 }
 
 func (c *counters) addThrottled() {

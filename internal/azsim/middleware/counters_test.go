@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +63,27 @@ func TestCountersByResource(t *testing.T) {
 	m.ResetStats()
 	if s := m.Stats(); len(s.Resources) != 0 {
 		t.Errorf("after reset: %+v", s.Resources)
+	}
+}
+
+// TestCountersOneRowPerType: a type spelled in another case by a client (the SDK's scale set
+// NIC views use "microsoft.Compute") is counted in the same row, under the canonical spelling.
+func TestCountersOneRowPerType(t *testing.T) {
+	canonical := func(s string) string {
+		if strings.EqualFold(s, "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces") {
+			return "Microsoft.Compute/virtualMachineScaleSets/networkInterfaces"
+		}
+		return s
+	}
+	m, _, _, _ := newTestMiddleware(Options{CanonicalType: canonical})
+	do(m, "GET", "/subscriptions/s1/resourceGroups/rg/providers/microsoft.Compute/virtualMachineScaleSets/ss/networkInterfaces")
+	do(m, "GET", "/subscriptions/s1/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/networkInterfaces")
+	do(m, "GET", "/subscriptions/s1/resourceGroups/rg/providers/MICROSOFT.COMPUTE/VIRTUALMACHINESCALESETS/ss/networkInterfaces")
+	var rows []string
+	for _, c := range m.Stats().Requests {
+		rows = append(rows, fmt.Sprintf("%s %s %d", c.Method, c.ResourceType, c.Count))
+	}
+	if want := "GET Microsoft.Compute/virtualMachineScaleSets/networkInterfaces 3"; strings.Join(rows, "|") != want {
+		t.Errorf("rows %q, want %q", rows, want)
 	}
 }

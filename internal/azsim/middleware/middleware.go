@@ -32,6 +32,10 @@ type Options struct {
 	Seed uint64
 	// LRO applies lroFailed and slowLRO faults; without it those rules are refused.
 	LRO LROHook
+	// CanonicalType spells a resource type as the engine registered it (Engine.CanonicalType):
+	// counters then show one row per type whatever case clients use. Nil keeps the spelling of
+	// the first request, still counting case-insensitively.
+	CanonicalType func(string) string
 	// Now and Sleep are the clock (tests replace them).
 	Now   func() time.Time
 	Sleep func(r *http.Request, d time.Duration) error
@@ -64,7 +68,7 @@ func New(next http.Handler, opts Options) *Middleware {
 	}
 	return &Middleware{
 		next: next, opts: opts, latency: opts.Latency,
-		throttle: newThrottler(opts.Throttle), faults: newFaultSet(opts.Seed), counters: newCounters(),
+		throttle: newThrottler(opts.Throttle), faults: newFaultSet(opts.Seed), counters: newCounters(opts.CanonicalType),
 	}
 }
 

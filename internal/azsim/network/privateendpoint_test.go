@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/recordings"
 )
 
 // Consumer subscriptions: B may see the service, C is auto-approved, D sees nothing.
@@ -360,11 +361,11 @@ func TestPrivateLinkServiceVisibilityActions(t *testing.T) {
 		t.Fatalf("auto-approved list %v", ids)
 	}
 	resp := v.raw(http.MethodPost, "/subscriptions/"+subB+"/providers/Microsoft.Network/locations/eastus/checkPrivateLinkServiceVisibility", `{}`, nil)
-	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 400 || errorCode(b) != "MissingApiVersionParameter" {
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 400 || recordings.ErrorCode(b) != "MissingApiVersionParameter" {
 		t.Fatalf("no api-version: %d %s", resp.StatusCode, b)
 	}
 	resp = v.raw(http.MethodPost, "/subscriptions/"+subB+"/resourceGroups/nope/providers/Microsoft.Network/locations/eastus/checkPrivateLinkServiceVisibility?api-version="+apiVersion, `{"privateLinkServiceAlias":"x"}`, nil)
-	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 404 || errorCode(b) != "ResourceGroupNotFound" {
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 404 || recordings.ErrorCode(b) != "ResourceGroupNotFound" {
 		t.Fatalf("missing group: %d %s", resp.StatusCode, b)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/recordings"
 )
 
 // Key skeletons of the response bodies of the published examples
@@ -70,7 +71,7 @@ func TestSpecExampleShapes(t *testing.T) {
 	check := func(what, shape string, doc any) {
 		t.Helper()
 		b, _ := json.Marshal(doc)
-		if miss := missingKeys(shape, string(b)); len(miss) > 0 {
+		if miss := recordings.MissingKeys(shape, string(b)); len(miss) > 0 {
 			t.Errorf("%s lacks %v", what, miss)
 		}
 	}

@@ -36,7 +36,7 @@ func Register(e *arm.Engine) {
 		arm.TypeSpec{Type: ns + "routeTables", APIVersions: arm.NetworkAPIVersions, Prepare: prepareRouteTable, BeforeDelete: beforeDeleteRouteTable},
 		arm.TypeSpec{Type: ns + "routeTables/routes"},
 		arm.TypeSpec{Type: ns + "publicIPAddresses", APIVersions: arm.NetworkAPIVersions, Prepare: preparePublicIP, BeforeDelete: beforeDeletePublicIP},
-		arm.TypeSpec{Type: ns + "publicIPPrefixes", APIVersions: arm.NetworkAPIVersions, Prepare: preparePublicIPPrefix, BeforeDelete: beforeDeletePublicIPPrefix},
+		arm.TypeSpec{Type: ns + "publicIPPrefixes", APIVersions: arm.PublicIPPrefixAPIVersions, Prepare: preparePublicIPPrefix, BeforeDelete: beforeDeletePublicIPPrefix},
 		arm.TypeSpec{Type: ns + "loadBalancers", APIVersions: arm.NetworkAPIVersions, Prepare: prepareLoadBalancer, BeforeDelete: beforeDeleteLoadBalancer},
 		arm.TypeSpec{Type: ns + "loadBalancers/frontendIPConfigurations"},
 		arm.TypeSpec{Type: ns + "loadBalancers/backendAddressPools"},
@@ -46,9 +46,10 @@ func Register(e *arm.Engine) {
 		arm.TypeSpec{Type: ns + "loadBalancers/outboundRules"},
 		arm.TypeSpec{Type: ns + "loadBalancers/inboundNatPools"},
 		arm.TypeSpec{Type: ns + "networkInterfaces", APIVersions: arm.NetworkAPIVersions, Prepare: prepareInterface, BeforeDelete: beforeDeleteInterface,
-			DeleteStatus: http.StatusOK /* NRP answers NIC deletes with 200 + polling headers */},
+			DeleteStatus: http.StatusOK, /* NRP answers NIC deletes with 200 + polling headers */
+			PutLRO:       arm.LRONone /* and NIC writes synchronously, Succeeded, without polling headers */},
 		arm.TypeSpec{Type: ns + "networkInterfaces/ipConfigurations"},
-		arm.TypeSpec{Type: ns + "natGateways", APIVersions: arm.NetworkAPIVersions, Prepare: prepareNatGateway, BeforeDelete: beforeDeleteNatGateway},
+		arm.TypeSpec{Type: ns + "natGateways", APIVersions: arm.NATGatewayAPIVersions, Prepare: prepareNatGateway, BeforeDelete: beforeDeleteNatGateway},
 		serviceGatewaySpec(e),
 	)
 	e.Register(privateLinkSpecs()...)

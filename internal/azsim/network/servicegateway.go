@@ -20,7 +20,7 @@ const (
 
 func serviceGatewaySpec(e *arm.Engine) arm.TypeSpec {
 	return arm.TypeSpec{
-		Type: ns + "serviceGateways", APIVersions: arm.NetworkAPIVersions,
+		Type: ns + "serviceGateways", APIVersions: arm.ServiceGatewayAPIVersions,
 		NamePattern: sgNamePattern,
 		Prepare:     prepareServiceGateway,
 		Actions: map[string]arm.Action{

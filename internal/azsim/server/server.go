@@ -84,7 +84,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	issuer := identity.NewIssuer(st.TokenKey)
+	key := st.TokenKey
+	if len(key) == 0 {
+		key = processTokenKey()
+	}
+	issuer := identity.NewIssuer(key)
 	issuer.Lifetime = opts.TokenLifetime
 	s.identity, err = identity.New(*opts.Credentials, issuer)
 	if err != nil {
@@ -116,6 +120,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		Throttle:  *opts.Throttle,
 		Seed:      opts.FaultSeed,
 		LRO:       lroHook,
+		// One counter row per type, whatever case clients spell it in.
+		CanonicalType: s.engine.CanonicalType,
 	})
 	s.imds = imds.New(s.engine)
 	s.imds.TokenHandler = s.identity.IMDSTokenHandler()
@@ -490,4 +496,22 @@ func (s *Server) saveState() error {
 		return err
 	}
 	return os.Rename(tmp, s.opts.StateFile)
+}
+
+var (
+	tokenKeyOnce sync.Once
+	tokenKey     []byte
+)
+
+// processTokenKey is the token signing key of every azsim started in this process without a
+// state file. Clients in one process share token caches that do not know which azsim issued
+// a token: MSAL keeps managed-identity tokens in a process-wide cache keyed by identity and
+// resource only, so a second azsim with its own key would refuse the first one's cached
+// tokens (401 until they expire). One key per process makes the servers of a process one
+// Entra ID, as the cloud is.
+func processTokenKey() []byte {
+	tokenKeyOnce.Do(func() {
+		tokenKey = identity.NewIssuer(nil).Key()
+	})
+	return append([]byte(nil), tokenKey...)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/imds"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 )
@@ -88,6 +89,30 @@ func TestSeedTopologyAndIMDS(t *testing.T) {
 	}
 	if m := byName["other-vm-0"]; m.ProviderID != base+"rg-other/providers/Microsoft.Compute/virtualMachines/Other-VM-0" || m.Zone != "2" || m.ResourceGroup != "rg-other" {
 		t.Errorf("other-vm-0: %+v", m)
+	}
+
+	// Seeded compute resources carry what real ARM returns for an OS disk from an image:
+	// osType (clients dereference it) and the image reference.
+	ssID := "/subscriptions/" + sub + "/resourceGroups/rg-cluster/providers/Microsoft.Compute/virtualMachineScaleSets/pool1"
+	ids := []string{ssID}
+	for _, m := range res.Machines {
+		ids = append(ids, strings.TrimPrefix(m.ProviderID, "azure://"))
+	}
+	for _, id := range ids {
+		doc, err := s.Client().Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := arm.Obj(doc, false, "properties", "storageProfile")
+		if id == ssID {
+			sp = arm.Obj(doc, false, "properties", "virtualMachineProfile", "storageProfile")
+		}
+		if arm.Str(sp, "osDisk", "osType") != "Linux" || arm.Str(sp, "imageReference", "publisher") == "" {
+			t.Errorf("%s: storageProfile without osType or imageReference: %v", id, sp)
+		}
+		if id != ssID && arm.Str(sp, "osDisk", "name") == "" {
+			t.Errorf("%s: OS disk without a name: %v", id, sp)
+		}
 	}
 
 	// IMDS answers for each machine as the CCM reads it.

@@ -165,10 +165,8 @@ func (t *Topology) scaleSetBody(s ScaleSet) map[string]any {
 	props := map[string]any{
 		"orchestrationMode": s.Orchestration,
 		"virtualMachineProfile": map[string]any{
-			"osProfile": map[string]any{"computerNamePrefix": s.ComputerNamePrefix, "adminUsername": "azureuser"},
-			"storageProfile": map[string]any{
-				"osDisk": map[string]any{"createOption": "FromImage", "managedDisk": map[string]any{"storageAccountType": "Premium_LRS"}},
-			},
+			"osProfile":      map[string]any{"computerNamePrefix": s.ComputerNamePrefix, "adminUsername": "azureuser"},
+			"storageProfile": seedStorageProfile(),
 			"networkProfile": netProfile,
 		},
 	}
@@ -210,9 +208,7 @@ func (t *Topology) vmRequests(v VirtualMachine, availabilitySetID string) []Requ
 	props := map[string]any{
 		"hardwareProfile": map[string]any{"vmSize": v.VMSize},
 		"osProfile":       map[string]any{"computerName": v.ComputerName, "adminUsername": "azureuser"},
-		"storageProfile": map[string]any{
-			"osDisk": map[string]any{"createOption": "FromImage", "managedDisk": map[string]any{"storageAccountType": "Premium_LRS"}},
-		},
+		"storageProfile":  seedStorageProfile(),
 		"networkProfile": map[string]any{"networkInterfaces": []any{
 			map[string]any{"id": nicID, "properties": map[string]any{"primary": true}},
 		}},
@@ -229,6 +225,16 @@ func (t *Topology) vmRequests(v VirtualMachine, availabilitySetID string) []Requ
 	}
 	vm := Request{Method: "PUT", Path: resID(sub, v.ResourceGroup, "Microsoft.Compute/virtualMachines", v.Name), APIVersion: ComputeAPIVersion, Body: body}
 	return []Request{nic, vm}
+}
+
+// seedStorageProfile is the storage profile of seeded VMs and scale sets: an OS disk from a
+// marketplace Linux image, as node pools have. Clients read osType and imageReference.
+func seedStorageProfile() map[string]any {
+	return map[string]any{
+		"imageReference": map[string]any{"publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "server", "version": "latest"},
+		"osDisk": map[string]any{"osType": "Linux", "createOption": "FromImage", "caching": "ReadWrite",
+			"managedDisk": map[string]any{"storageAccountType": "Premium_LRS"}},
+	}
 }
 
 // NICName is the name of the NIC seeded for a standalone or availability-set VM.

@@ -9,13 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
+	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -62,9 +64,24 @@ type Options struct {
 
 // Provisioner implements controller.Provisioner.
 type Provisioner struct {
-	o   Options
-	seq atomic.Uint64
+	o Options
+
+	// The spread of claims over a class's zones (see turn): the next turn of each StorageClass,
+	// and the turn already given to a claim whose disk is not created yet, so that a retry keeps
+	// its zone and does not take another claim's turn.
+	mu         sync.Mutex
+	classTurns map[string]uint64
+	claimTurns map[types.UID]claimTurn
 }
+
+type claimTurn struct {
+	turn  uint64
+	given time.Time
+}
+
+// claimTurnTTL bounds how long a claim's turn is remembered: a claim deleted while its disk
+// creation was failing is never seen again.
+const claimTurnTTL = time.Hour
 
 var _ controller.Provisioner = (*Provisioner)(nil)
 
@@ -73,7 +90,7 @@ func New(o Options) *Provisioner {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	return &Provisioner{o: o}
+	return &Provisioner{o: o, classTurns: map[string]uint64{}, claimTurns: map[types.UID]claimTurn{}}
 }
 
 // Provision creates a disk for the claim. Errors are returned to the library, which records
@@ -82,6 +99,9 @@ func New(o Options) *Provisioner {
 func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	pv, state, err := p.provision(ctx, opts)
 	p.o.Metrics.observeProvision(err)
+	if state == controller.ProvisioningFinished {
+		p.forgetTurn(opts.PVC.UID)
+	}
 	return pv, state, err
 }
 
@@ -135,7 +155,7 @@ func (p *Provisioner) provision(ctx context.Context, opts controller.ProvisionOp
 			in.SelectedNodeZone = node.Labels[v1.LabelTopologyZone]
 		}
 	}
-	in.Seq = p.seq.Add(1) - 1
+	in.Seq = p.turn(opts.StorageClass.Name, claim)
 	decision, err := zonechoice.Choose(in)
 	if err != nil {
 		p.event(claim, v1.EventTypeWarning, ReasonZoneChoice, "%v", err)
@@ -232,6 +252,41 @@ func (p *Provisioner) delete(ctx context.Context, pv *v1.PersistentVolume) error
 	}
 	klog.InfoS("Deleted managed disk", "pv", pv.Name, "disk", id.String())
 	return nil
+}
+
+// turn is the claim's position in the spread over its class's zones. A StatefulSet-style name
+// ("<template>-<statefulset>-<ordinal>") spreads by ordinal (zonechoice.SpreadIndex): the same
+// answer for every attempt and independent of anything else being provisioned. Any other claim
+// takes the next turn of its own StorageClass, once: claims of other classes provisioned at the
+// same time, and retries of a claim, cannot make two claims of a class share a zone while
+// another zone of the class is unused.
+func (p *Provisioner) turn(class string, claim *v1.PersistentVolumeClaim) uint64 {
+	if i, ok := zonechoice.SpreadIndex(claim.Name); ok {
+		return i
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if t, ok := p.claimTurns[claim.UID]; ok && claim.UID != "" {
+		return t.turn
+	}
+	for uid, t := range p.claimTurns {
+		if now.Sub(t.given) > claimTurnTTL {
+			delete(p.claimTurns, uid)
+		}
+	}
+	t := p.classTurns[class]
+	p.classTurns[class] = t + 1
+	if claim.UID != "" {
+		p.claimTurns[claim.UID] = claimTurn{turn: t, given: now}
+	}
+	return t
+}
+
+func (p *Provisioner) forgetTurn(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.claimTurns, uid)
 }
 
 // nodeZones are the zone labels of all nodes (the active zones are derived from them).

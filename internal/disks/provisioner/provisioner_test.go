@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -93,13 +95,17 @@ func node(name, zone string) *v1.Node {
 }
 
 func claim(name, size string) *v1.PersistentVolumeClaim {
-	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: "uid-" + "name"},
+	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
 		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}}}}
 }
 
 func class(params map[string]string, wffc bool, zones ...string) *storagev1.StorageClass {
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, Provisioner: DefaultName, Parameters: params}
+	return namedClass("sc", params, wffc, zones...)
+}
+
+func namedClass(name string, params map[string]string, wffc bool, zones ...string) *storagev1.StorageClass {
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: DefaultName, Parameters: params}
 	if wffc {
 		m := storagev1.VolumeBindingWaitForFirstConsumer
 		sc.VolumeBindingMode = &m
@@ -268,5 +274,121 @@ func attach(t *testing.T, s *simEnv, id disks.DiskID, on bool) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failFirstCreate fails the first Create of every disk (before ARM sees it), so that every claim
+// is provisioned twice, as the library retries after a failed create.
+type failFirstCreate struct {
+	Disks
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (f *failFirstCreate) Create(ctx context.Context, s disks.Spec) (*armcompute.Disk, error) {
+	f.mu.Lock()
+	first := !f.seen[s.ID.Name]
+	f.seen[s.ID.Name] = true
+	f.mu.Unlock()
+	if first {
+		return nil, fmt.Errorf("injected failure creating %s", s.ID.Name)
+	}
+	return f.Disks.Create(ctx, s)
+}
+
+// TestConcurrentClassesSpread provisions claims of several multi-zone classes at once, each
+// claim failing its first create and retried (as the library does), and checks that every class
+// spreads its own claims evenly, that StatefulSet replicas go to consecutive zones and that the
+// claims of one replica share its zone.
+func TestConcurrentClassesSpread(t *testing.T) {
+	s := startSim(t)
+	ctx := context.Background()
+	p := New(Options{Disks: &failFirstCreate{Disks: s.disks, seen: map[string]bool{}}, SubscriptionID: s.sub, Location: "eastus", ResourceGroup: "rg",
+		Nodes: nodeLister(t, node("n1", "eastus-1"), node("n2", "eastus-2"), node("n3", "eastus-3"))})
+	classes := map[string]*storagev1.StorageClass{
+		"zones13": namedClass("zones13", map[string]string{"zones": "eastus-1,eastus-3"}, false),
+		"topo12":  namedClass("topo12", nil, false, "eastus-1", "eastus-2"),
+		"rr":      namedClass("rr", nil, false),
+		"zone2":   namedClass("zone2", map[string]string{"zone": "eastus-2"}, false),
+	}
+	type job struct{ class, claim string }
+	var jobs []job
+	for cls := range classes {
+		for _, n := range []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot"} {
+			jobs = append(jobs, job{cls, cls + "-" + n})
+		}
+	}
+	for ord := 0; ord < 4; ord++ {
+		jobs = append(jobs, job{"zones13", fmt.Sprintf("data-web-%d", ord)}, job{"zones13", fmt.Sprintf("logs-web-%d", ord)},
+			job{"rr", fmt.Sprintf("data-db-%d", ord)})
+	}
+
+	var mu sync.Mutex
+	zoneOf := map[string]string{}
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opts := controller.ProvisionOptions{StorageClass: classes[j.class], PVName: "pv-" + j.claim, PVC: claim(j.claim, "1Gi")}
+			var pv *v1.PersistentVolume
+			var err error
+			for attempt := 0; attempt < 2; attempt++ {
+				if pv, _, err = p.Provision(ctx, opts); err == nil {
+					break
+				}
+			}
+			if err != nil {
+				t.Errorf("%s: %v", j.claim, err)
+				return
+			}
+			mu.Lock()
+			zoneOf[j.claim] = pv.Labels[v1.LabelTopologyZone]
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	want := map[string]string{
+		"zones13": "map[eastus-1:3 eastus-3:3]",
+		"topo12":  "map[eastus-1:3 eastus-2:3]",
+		"rr":      "map[eastus-1:2 eastus-2:2 eastus-3:2]",
+		"zone2":   "map[eastus-2:6]",
+	}
+	for cls, w := range want {
+		count := map[string]int{}
+		for c, z := range zoneOf {
+			if strings.HasPrefix(c, cls+"-") {
+				count[z]++
+			}
+		}
+		if got := fmt.Sprint(count); got != w {
+			t.Errorf("class %s: claims per zone %s, want %s", cls, got, w)
+		}
+	}
+	for ord := 0; ord < 4; ord++ {
+		data, logs := zoneOf[fmt.Sprintf("data-web-%d", ord)], zoneOf[fmt.Sprintf("logs-web-%d", ord)]
+		if data != logs {
+			t.Errorf("replica %d of web: data in %s, logs in %s", ord, data, logs)
+		}
+		if ord > 0 && data == zoneOf[fmt.Sprintf("data-web-%d", ord-1)] {
+			t.Errorf("replicas %d and %d of web both in %s", ord-1, ord, data)
+		}
+		if ord > 0 && zoneOf[fmt.Sprintf("data-db-%d", ord)] == zoneOf[fmt.Sprintf("data-db-%d", ord-1)] {
+			t.Errorf("replicas %d and %d of db both in %s", ord-1, ord, data)
+		}
+	}
+	// The disks in ARM are where the PVs say.
+	for c, z := range zoneOf {
+		d, err := s.disks.Get(ctx, disks.DiskID{SubscriptionID: s.sub, ResourceGroup: "rg", Name: "pv-" + c})
+		if err != nil || d == nil || "eastus-"+strings.Join(disks.ZonesOf(d), ",") != z {
+			t.Errorf("disk of %s: %v %v, PV zone %s", c, d, err, z)
+		}
+	}
+	if len(p.claimTurns) != 0 {
+		t.Errorf("turns of provisioned claims are still remembered: %v", p.claimTurns)
 	}
 }

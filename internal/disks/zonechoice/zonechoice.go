@@ -1,14 +1,16 @@
 // Package zonechoice decides the availability zone of a new managed disk from the StorageClass
-// and the cluster's nodes (the rules are on Choose). It is pure: the caller gathers the inputs
-// (class parameters, the selected node's zone label, the zone labels of all nodes, a round-robin
-// counter) and acts on the answer.
+// and the cluster's nodes. It is pure: the caller gathers the inputs (class parameters, the
+// selected node's zone label, the zone labels of all nodes, the claim's turn in the spread) and
+// acts on the answer.
 package zonechoice
 
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,7 +35,9 @@ type Input struct {
 	// NodeZones are the zone labels of every node (any value; non-zonal nodes carry a fault
 	// domain number, which is not an availability zone).
 	NodeZones []string
-	// Seq is the round-robin counter: the caller increments it once per decision.
+	// Seq picks among several candidate zones: candidate Seq mod n of the sorted candidates.
+	// The caller derives it per claim: SpreadIndex for StatefulSet-style claim names, else the
+	// claim's turn in its class (a counter per StorageClass, one turn per claim).
 	Seq uint64
 }
 
@@ -209,6 +213,31 @@ func preferActive(candidates, active []string) []string {
 		return candidates
 	}
 	return both
+}
+
+// SpreadIndex is the spread position of a claim whose name ends in "-<ordinal>", the names a
+// StatefulSet gives its claims ("<template>-<statefulset>-<ordinal>"): a hash of the last
+// dash-separated word before the ordinal plus the ordinal. Consecutive replicas thus land in
+// consecutive zones, whatever else is provisioned meanwhile, and the claims of one replica (same
+// StatefulSet and ordinal, different templates) land in the same zone, so its pod can mount them
+// all. Hashing only the last word keeps that true when the StatefulSet's name has dashes (two
+// StatefulSets ending in the same word then start in the same zone). ok is false for other names.
+func SpreadIndex(claimName string) (index uint64, ok bool) {
+	dash := strings.LastIndexByte(claimName, '-')
+	if dash <= 0 {
+		return 0, false
+	}
+	ordinal, err := strconv.ParseUint(claimName[dash+1:], 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	base := claimName[:dash]
+	if i := strings.LastIndexByte(base, '-'); i >= 0 {
+		base = base[i+1:]
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(base))
+	return uint64(h.Sum32()) + ordinal, true
 }
 
 func pick(zones []string, seq uint64) string { return zones[seq%uint64(len(zones))] }

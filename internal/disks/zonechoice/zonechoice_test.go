@@ -174,3 +174,47 @@ func TestZoneHelpers(t *testing.T) {
 		t.Error("ARMZone")
 	}
 }
+
+func TestSpreadIndex(t *testing.T) {
+	idx := func(name string) uint64 {
+		t.Helper()
+		i, ok := SpreadIndex(name)
+		if !ok {
+			t.Fatalf("SpreadIndex(%q) not ok", name)
+		}
+		return i
+	}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"data-web-0", true}, {"web-12", true}, {"data-my-web-3", true},
+		{"data", false}, {"data-web", false}, {"-1", false}, {"data-web-x1", false},
+		{"data-web-99999999999", false}, {"data-web-", false},
+	} {
+		if _, ok := SpreadIndex(c.name); ok != c.ok {
+			t.Errorf("SpreadIndex(%q) ok=%v want %v", c.name, ok, c.ok)
+		}
+	}
+	if idx("data-web-1") != idx("data-web-0")+1 || idx("data-web-7") != idx("data-web-0")+7 {
+		t.Error("consecutive ordinals are not consecutive indexes")
+	}
+	// The claims of one replica (other templates, a StatefulSet name with dashes) share a zone.
+	if idx("logs-web-2") != idx("data-web-2") || idx("data-my-web-2") != idx("logs-my-web-2") || idx("web-2") != idx("data-web-2") {
+		t.Error("claims of one replica get different indexes")
+	}
+	// Replicas of a StatefulSet spread evenly over the class's zones, starting anywhere.
+	for _, sts := range []string{"web", "db", "cache"} {
+		count := map[string]int{}
+		for ord := 0; ord < 6; ord++ {
+			d, err := Choose(Input{Region: "eastus", Zoned: true, NodeZones: threeZones, Seq: idx(fmt.Sprintf("data-%s-%d", sts, ord))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			count[d.Zone]++
+		}
+		if fmt.Sprint(count) != "map[eastus-1:2 eastus-2:2 eastus-3:2]" {
+			t.Errorf("StatefulSet %s: %v", sts, count)
+		}
+	}
+}

@@ -4,25 +4,194 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/difftracker"
 )
 
 // Azure is the ARM side of the updater: the gateway actions and the service resources. Every
-// method tries once; retrying is the updater's job.
+// method makes one attempt (a resource write re-reads and writes again after a 412, see put);
+// retrying after other failures is the updater's job.
+//
+// Resource writes (PUT and DELETE of the public IPs, load balancers and NAT gateways) are
+// conditional: If-Match carries the ETag last read or written, If-None-Match: * creates. The
+// gateway actions (updateServices, updateAddressLocations) are not: they are POSTs of named
+// partial changes to a gateway that every cluster in the VNet updates, not a read-modify-write
+// of a document, so there is no lost update for an ETag to prevent, and an If-Match would make
+// each cluster's call fail whenever another cluster had called since.
 type Azure struct {
 	Scope   Scope
 	Network *armnetwork.ClientFactory
 	// PollFrequency of long-running operations (default 1s).
 	PollFrequency time.Duration
+
+	mu    sync.Mutex
+	known map[string]known // "lb/<name>", "nat/<name>", "pip/<name>"
+}
+
+// known is what was last read or written of one resource: the ETag for If-Match, and the
+// tags (ownership, and the tags others set, which a rewrite keeps).
+type known struct {
+	etag string
+	tags map[string]*string
+}
+
+// maxConditionalAttempts bounds the re-read-and-write loop of one write: each 412 means another
+// writer changed the resource in between.
+const maxConditionalAttempts = 3
+
+func (a *Azure) lookup(key string) (known, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k, ok := a.known[key]
+	return k, ok
+}
+
+func (a *Azure) remember(key string, etag *string, tags map[string]*string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.known == nil {
+		a.known = map[string]known{}
+	}
+	k := known{tags: tags}
+	if etag != nil {
+		k.etag = *etag
+	}
+	a.known[key] = k
+}
+
+func (a *Azure) forget(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.known, key)
+}
+
+// conditional sets If-Match to the known ETag, or If-None-Match: * when the resource is not
+// known to exist (a create must not overwrite one someone else made meanwhile).
+func conditional(ctx context.Context, k known, ok bool) context.Context {
+	h := http.Header{}
+	if ok && k.etag != "" {
+		h.Set("If-Match", k.etag)
+	} else if !ok {
+		h.Set("If-None-Match", "*")
+	}
+	return policy.WithHTTPHeader(ctx, h)
+}
+
+// withOurTags is ours plus the tags others set on the resource (kept by a rewrite).
+func withOurTags(ours, current map[string]*string) map[string]*string {
+	out := map[string]*string{}
+	for k, v := range current {
+		if !strings.EqualFold(k, TagCluster) && !strings.EqualFold(k, TagKind) {
+			out[k] = v
+		}
+	}
+	maps.Copy(out, ours)
+	return out
+}
+
+// ErrNoLongerOwned is Delete's answer for a resource that lost this cluster's tags since it was
+// read: someone else took it over, so it is left alone.
+var ErrNoLongerOwned = errors.New("no longer carries this cluster's tags: left alone")
+
+// IsPreconditionFailed reports a 412 (If-Match / If-None-Match not met).
+func IsPreconditionFailed(err error) bool { return StatusOf(err) == http.StatusPreconditionFailed }
+
+// resourceIO is one resource's reads and writes for put and del.
+type resourceIO struct {
+	key, what string // "pip/<name>", "public IP <name>"
+	get       func(ctx context.Context) (etag *string, tags map[string]*string, err error)
+	// put writes the desired document with the given tags and returns what ARM answered.
+	put func(ctx context.Context, tags map[string]*string) (etag *string, tags2 map[string]*string, err error)
+	del func(ctx context.Context) error
+}
+
+// refresh re-reads the resource; false when it does not exist.
+func (a *Azure) refresh(ctx context.Context, r resourceIO) (bool, error) {
+	etag, tags, err := r.get(ctx)
+	if IsNotFound(err) {
+		a.forget(r.key)
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", r.what, err)
+	}
+	a.remember(r.key, etag, tags)
+	return true, nil
+}
+
+// put writes a resource conditionally (see Azure). On 412 it re-reads the resource and writes
+// again on top of what it found; a resource of that name this cluster does not own is never
+// overwritten.
+func (a *Azure) put(ctx context.Context, r resourceIO, ours map[string]*string) error {
+	var err error
+	for attempt := 0; attempt < maxConditionalAttempts; attempt++ {
+		k, ok := a.lookup(r.key)
+		if ok && !ownedBy(k.tags, a.Scope.ClusterName) {
+			return fmt.Errorf("%s exists and is not this cluster's (tags %s=%s and %s): not overwritten", r.what, TagCluster, a.Scope.ClusterName, TagKind)
+		}
+		var etag *string
+		var tags map[string]*string
+		etag, tags, err = r.put(conditional(ctx, k, ok), withOurTags(ours, k.tags))
+		if err == nil {
+			a.remember(r.key, etag, tags)
+			return nil
+		}
+		if !IsPreconditionFailed(err) {
+			break
+		}
+		klog.V(2).InfoS("Service gateway resource changed by another writer, re-reading", "resource", r.what)
+		if _, rerr := a.refresh(ctx, r); rerr != nil {
+			return rerr
+		}
+	}
+	return fmt.Errorf("%s: %w", r.what, err)
+}
+
+// del deletes a resource conditionally on the ETag of the read that showed it is this
+// cluster's: one that changed meanwhile is re-read first, and one that is no longer this
+// cluster's (its tags were removed) is left alone.
+func (a *Azure) del(ctx context.Context, r resourceIO) error {
+	var err error
+	for attempt := 0; attempt < maxConditionalAttempts; attempt++ {
+		k, ok := a.lookup(r.key)
+		if !ok {
+			exists, rerr := a.refresh(ctx, r)
+			if rerr != nil || !exists {
+				return rerr
+			}
+			k, _ = a.lookup(r.key)
+		}
+		if !ownedBy(k.tags, a.Scope.ClusterName) {
+			a.forget(r.key)
+			return fmt.Errorf("%s: %w", r.what, ErrNoLongerOwned)
+		}
+		ictx := ctx
+		if k.etag != "" {
+			ictx = policy.WithHTTPHeader(ctx, http.Header{"If-Match": []string{k.etag}})
+		}
+		err = r.del(ictx)
+		if err == nil || IsNotFound(err) {
+			a.forget(r.key)
+			return nil
+		}
+		if !IsPreconditionFailed(err) {
+			break
+		}
+		a.forget(r.key)
+	}
+	return fmt.Errorf("delete %s: %w", r.what, err)
 }
 
 func (a *Azure) poll() *runtime.PollUntilDoneOptions {
@@ -180,6 +349,7 @@ func (a *Azure) ListOwned(ctx context.Context) (*Owned, error) {
 		for _, lb := range page.Value {
 			if lb != nil && lb.Name != nil && ownedBy(lb.Tags, a.Scope.ClusterName) {
 				o.LBs[*lb.Name] = lb
+				a.remember("lb/"+*lb.Name, lb.Etag, lb.Tags)
 			}
 		}
 	}
@@ -192,6 +362,7 @@ func (a *Azure) ListOwned(ctx context.Context) (*Owned, error) {
 		for _, n := range page.Value {
 			if n != nil && n.Name != nil && ownedBy(n.Tags, a.Scope.ClusterName) {
 				o.NATs[*n.Name] = n
+				a.remember("nat/"+*n.Name, n.Etag, n.Tags)
 			}
 		}
 	}
@@ -204,6 +375,7 @@ func (a *Azure) ListOwned(ctx context.Context) (*Owned, error) {
 		for _, p := range page.Value {
 			if p != nil && p.Name != nil && ownedBy(p.Tags, a.Scope.ClusterName) {
 				o.PIPs[*p.Name] = p
+				a.remember("pip/"+*p.Name, p.Etag, p.Tags)
 			}
 		}
 	}
@@ -212,69 +384,140 @@ func (a *Azure) ListOwned(ctx context.Context) (*Owned, error) {
 
 // EnsurePIP writes the public IP of a service and returns its address.
 func (a *Azure) EnsurePIP(ctx context.Context, name, kind string, ipv6 bool) (string, error) {
-	p, err := a.Network.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, a.Scope.ResourceGroup, PIPName(name), a.Scope.PublicIP(name, kind, ipv6), nil)
+	var addr *string
+	err := a.put(ctx, a.pipIO(PIPName(name), func(ctx context.Context, tags map[string]*string) (*armnetwork.PublicIPAddress, error) {
+		body := a.Scope.PublicIP(name, kind, ipv6)
+		body.Tags = tags
+		p, err := a.Network.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, a.Scope.ResourceGroup, PIPName(name), body, nil)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.PollUntilDone(ctx, a.poll())
+		if err != nil {
+			return nil, err
+		}
+		if res.Properties != nil {
+			addr = res.Properties.IPAddress
+		}
+		return &res.PublicIPAddress, nil
+	}), a.Scope.tags(kind))
 	if err != nil {
-		return "", fmt.Errorf("public IP %s: %w", PIPName(name), err)
+		return "", err
 	}
-	res, err := p.PollUntilDone(ctx, a.poll())
-	if err != nil {
-		return "", fmt.Errorf("public IP %s: %w", PIPName(name), err)
-	}
-	if res.Properties == nil || res.Properties.IPAddress == nil {
+	if addr == nil {
 		return "", fmt.Errorf("public IP %s has no address yet", PIPName(name))
 	}
-	return *res.Properties.IPAddress, nil
+	return *addr, nil
 }
 
 // EnsureLB writes the load balancer of an inbound service.
 func (a *Azure) EnsureLB(ctx context.Context, name string, spec InboundSpec) error {
-	p, err := a.Network.NewLoadBalancersClient().BeginCreateOrUpdate(ctx, a.Scope.ResourceGroup, name, a.Scope.LoadBalancer(name, spec), nil)
-	if err == nil {
-		_, err = p.PollUntilDone(ctx, a.poll())
-	}
-	if err != nil {
-		return fmt.Errorf("load balancer %s: %w", name, err)
-	}
-	return nil
+	return a.put(ctx, a.lbIO(name, func(ctx context.Context, tags map[string]*string) (*armnetwork.LoadBalancer, error) {
+		body := a.Scope.LoadBalancer(name, spec)
+		body.Tags = tags
+		p, err := a.Network.NewLoadBalancersClient().BeginCreateOrUpdate(ctx, a.Scope.ResourceGroup, name, body, nil)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.PollUntilDone(ctx, a.poll())
+		return &res.LoadBalancer, err
+	}), a.Scope.tags("Inbound"))
 }
 
 // EnsureNAT writes the NAT gateway of an egress identity.
 func (a *Azure) EnsureNAT(ctx context.Context, name string) error {
-	p, err := a.Network.NewNatGatewaysClient().BeginCreateOrUpdate(ctx, a.Scope.ResourceGroup, name, a.Scope.NATGateway(name), nil)
-	if err == nil {
-		_, err = p.PollUntilDone(ctx, a.poll())
-	}
-	if err != nil {
-		return fmt.Errorf("NAT gateway %s: %w", name, err)
-	}
-	return nil
+	return a.put(ctx, a.natIO(name, func(ctx context.Context, tags map[string]*string) (*armnetwork.NatGateway, error) {
+		body := a.Scope.NATGateway(name)
+		body.Tags = tags
+		p, err := a.Network.NewNatGatewaysClient().BeginCreateOrUpdate(ctx, a.Scope.ResourceGroup, name, body, nil)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.PollUntilDone(ctx, a.poll())
+		return &res.NatGateway, err
+	}), a.Scope.tags("Outbound"))
 }
 
 // Delete removes a load balancer, NAT gateway or public IP by type ("lb", "nat", "pip");
-// one that is already gone counts as deleted.
+// one that is already gone counts as deleted; one that is no longer this cluster's is left
+// alone and reported as ErrNoLongerOwned.
 func (a *Azure) Delete(ctx context.Context, typ, name string) error {
-	var err error
 	switch typ {
 	case "lb":
-		var p *runtime.Poller[armnetwork.LoadBalancersClientDeleteResponse]
-		if p, err = a.Network.NewLoadBalancersClient().BeginDelete(ctx, a.Scope.ResourceGroup, name, nil); err == nil {
-			_, err = p.PollUntilDone(ctx, a.poll())
-		}
+		return a.del(ctx, a.lbIO(name, nil))
 	case "nat":
-		var p *runtime.Poller[armnetwork.NatGatewaysClientDeleteResponse]
-		if p, err = a.Network.NewNatGatewaysClient().BeginDelete(ctx, a.Scope.ResourceGroup, name, nil); err == nil {
-			_, err = p.PollUntilDone(ctx, a.poll())
-		}
+		return a.del(ctx, a.natIO(name, nil))
 	case "pip":
-		var p *runtime.Poller[armnetwork.PublicIPAddressesClientDeleteResponse]
-		if p, err = a.Network.NewPublicIPAddressesClient().BeginDelete(ctx, a.Scope.ResourceGroup, name, nil); err == nil {
-			_, err = p.PollUntilDone(ctx, a.poll())
-		}
-	default:
-		return fmt.Errorf("unknown resource type %q", typ)
+		return a.del(ctx, a.pipIO(name, nil))
 	}
-	if err != nil && !IsNotFound(err) {
-		return fmt.Errorf("delete %s %s: %w", typ, name, err)
-	}
-	return nil
+	return fmt.Errorf("unknown resource type %q", typ)
+}
+
+func (a *Azure) pipIO(name string, write func(context.Context, map[string]*string) (*armnetwork.PublicIPAddress, error)) resourceIO {
+	c := a.Network.NewPublicIPAddressesClient()
+	return resourceIO{key: "pip/" + name, what: "public IP " + name,
+		get: func(ctx context.Context) (*string, map[string]*string, error) {
+			r, err := c.Get(ctx, a.Scope.ResourceGroup, name, nil)
+			return r.Etag, r.Tags, err
+		},
+		put: func(ctx context.Context, tags map[string]*string) (*string, map[string]*string, error) {
+			r, err := write(ctx, tags)
+			if err != nil {
+				return nil, nil, err
+			}
+			return r.Etag, r.Tags, nil
+		},
+		del: func(ctx context.Context) error {
+			p, err := c.BeginDelete(ctx, a.Scope.ResourceGroup, name, nil)
+			if err == nil {
+				_, err = p.PollUntilDone(ctx, a.poll())
+			}
+			return err
+		}}
+}
+
+func (a *Azure) lbIO(name string, write func(context.Context, map[string]*string) (*armnetwork.LoadBalancer, error)) resourceIO {
+	c := a.Network.NewLoadBalancersClient()
+	return resourceIO{key: "lb/" + name, what: "load balancer " + name,
+		get: func(ctx context.Context) (*string, map[string]*string, error) {
+			r, err := c.Get(ctx, a.Scope.ResourceGroup, name, nil)
+			return r.Etag, r.Tags, err
+		},
+		put: func(ctx context.Context, tags map[string]*string) (*string, map[string]*string, error) {
+			r, err := write(ctx, tags)
+			if err != nil {
+				return nil, nil, err
+			}
+			return r.Etag, r.Tags, nil
+		},
+		del: func(ctx context.Context) error {
+			p, err := c.BeginDelete(ctx, a.Scope.ResourceGroup, name, nil)
+			if err == nil {
+				_, err = p.PollUntilDone(ctx, a.poll())
+			}
+			return err
+		}}
+}
+
+func (a *Azure) natIO(name string, write func(context.Context, map[string]*string) (*armnetwork.NatGateway, error)) resourceIO {
+	c := a.Network.NewNatGatewaysClient()
+	return resourceIO{key: "nat/" + name, what: "NAT gateway " + name,
+		get: func(ctx context.Context) (*string, map[string]*string, error) {
+			r, err := c.Get(ctx, a.Scope.ResourceGroup, name, nil)
+			return r.Etag, r.Tags, err
+		},
+		put: func(ctx context.Context, tags map[string]*string) (*string, map[string]*string, error) {
+			r, err := write(ctx, tags)
+			if err != nil {
+				return nil, nil, err
+			}
+			return r.Etag, r.Tags, nil
+		},
+		del: func(ctx context.Context) error {
+			p, err := c.BeginDelete(ctx, a.Scope.ResourceGroup, name, nil)
+			if err == nil {
+				_, err = p.PollUntilDone(ctx, a.poll())
+			}
+			return err
+		}}
 }

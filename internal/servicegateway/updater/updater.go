@@ -440,6 +440,10 @@ func (u *Updater) deleteLeftovers(ctx context.Context) error {
 				typ, name, _ := strings.Cut(key, "/")
 				start := time.Now()
 				err := u.o.Azure.Delete(ctx, typ, name)
+				disowned := errors.Is(err, ErrNoLongerOwned)
+				if disowned {
+					err = nil
+				}
 				observeCall("delete_"+typ, start, err)
 				if err != nil {
 					errs[i] = err
@@ -448,6 +452,16 @@ func (u *Updater) deleteLeftovers(ctx context.Context) error {
 				u.mu.Lock()
 				delete(u.orphans, key)
 				u.mu.Unlock()
+				if disowned {
+					// Someone took it over; what it references (its public IP) stays with it.
+					klog.InfoS("Service gateway resource is no longer this cluster's: it and the rest of its service's resources are left alone", "resource", key, "rest", j.keys)
+					u.mu.Lock()
+					for _, rest := range j.keys {
+						delete(u.orphans, rest)
+					}
+					u.mu.Unlock()
+					break
+				}
 			}
 			if j.name == "" {
 				return

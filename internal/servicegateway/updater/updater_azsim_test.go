@@ -38,6 +38,32 @@ type env struct {
 	mu      sync.Mutex
 	ready   map[string]string
 	removed []string
+	writes  *writeLog
+}
+
+// writeLog is the clients' transport; it records the preconditions of every PUT and DELETE
+// as sent (after the pipeline added the headers of the call's context).
+type writeLog struct {
+	next policy.Transporter
+	mu   sync.Mutex
+	reqs []string // "PUT <path> If-Match=<v> If-None-Match=<v>"
+}
+
+func (l *writeLog) Do(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut || r.Method == http.MethodDelete {
+		l.mu.Lock()
+		l.reqs = append(l.reqs, fmt.Sprintf("%s %s If-Match=%s If-None-Match=%s", r.Method, r.URL.Path, r.Header.Get("If-Match"), r.Header.Get("If-None-Match")))
+		l.mu.Unlock()
+	}
+	return l.next.Do(r)
+}
+
+func (l *writeLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.reqs
+	l.reqs = nil
+	return out
 }
 
 func newEnv(t *testing.T) *env {
@@ -49,6 +75,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); _ = srv.Close() })
+	writes := &writeLog{next: srv.HTTPClient()}
 	if _, err := srv.Seed(ctx, &topology.Topology{ResourceGroups: []string{testRG},
 		VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: testRG, Name: "vnet", AddressPrefixes: []string{"10.0.0.0/8"},
 			Subnets: []topology.Subnet{{Name: "subnet", AddressPrefix: "10.240.0.0/16"}}}}}); err != nil {
@@ -57,7 +84,7 @@ func newEnv(t *testing.T) *env {
 	opts := azcore.ClientOptions{
 		Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: srv.URL() + "/",
 			Services: map[cloud.ServiceName]cloud.ServiceConfiguration{cloud.ResourceManager: {Endpoint: srv.URL(), Audience: "https://management.azure.com/"}}},
-		Transport: srv.HTTPClient(),
+		Transport: writes,
 		// Failures reach the updater, whose retries are under test.
 		Retry: policy.RetryOptions{MaxRetries: -1},
 	}
@@ -80,7 +107,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, ctx: ctx, srv: srv, net: f, azure: &Azure{Scope: scope, Network: f, PollFrequency: 20 * time.Millisecond}, ready: map[string]string{}}
+	return &env{t: t, ctx: ctx, srv: srv, net: f, azure: &Azure{Scope: scope, Network: f, PollFrequency: 20 * time.Millisecond}, ready: map[string]string{}, writes: writes}
 }
 
 func (v *env) updater() *Updater {
@@ -413,5 +440,134 @@ func TestBurstBecomesFewCalls(t *testing.T) {
 	_, locs := v.gateway()
 	if len(locs["10.240.0.4"]) != 50 {
 		t.Fatalf("addresses: %d", len(locs["10.240.0.4"]))
+	}
+}
+
+// TestResourceWritesAreConditional: every PUT and DELETE of the updater's resources carries
+// If-Match (or If-None-Match: * to create); a 412 is answered by re-reading and writing on top,
+// keeping the tags someone else set; a resource of the same name that is not this cluster's is
+// never overwritten, and one whose cluster tag was removed is not deleted.
+func TestResourceWritesAreConditional(t *testing.T) {
+	v := newEnv(t)
+	u := v.updater()
+	if err := u.Bootstrap(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.writes.take()
+	spec := InboundSpec{Ports: []Port{{Protocol: "Tcp", FrontendPort: 80, BackendPort: 80}}, IdleTimeoutMinutes: 4}
+	u.SetInbound("uid-a", spec, map[string]string{"10.244.0.5": "10.240.0.4"})
+	u.SetEgress("egress1", map[string]string{"10.244.0.6": "10.240.0.4"})
+	if err := u.Sync(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Someone else (a policy, an operator) tags the load balancer: its ETag changes.
+	lbs := v.net.NewLoadBalancersClient()
+	lb, err := lbs.Get(v.ctx, testRG, "uid-a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.Tags["cost-center"] = to.Ptr("42")
+	p, err := lbs.BeginCreateOrUpdate(v.ctx, testRG, "uid-a", lb.LoadBalancer, nil)
+	if err == nil {
+		_, err = p.PollUntilDone(v.ctx, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.writes.take()
+	spec2 := spec
+	spec2.Ports = append(spec2.Ports, Port{Protocol: "Tcp", FrontendPort: 443, BackendPort: 443})
+	u.SetInbound("uid-a", spec2, map[string]string{"10.244.0.5": "10.240.0.4"})
+	if err := u.Sync(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+	lb, err = lbs.Get(v.ctx, testRG, "uid-a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lb.Properties.LoadBalancingRules) != 2 || lb.Tags["cost-center"] == nil || *lb.Tags["cost-center"] != "42" || *lb.Tags[TagCluster] != "kubernetes" {
+		t.Fatalf("rewritten load balancer: %d rules, tags %v", len(lb.Properties.LoadBalancingRules), lb.Tags)
+	}
+	var lbPuts []string
+	for _, w := range v.writes.take() {
+		if strings.HasPrefix(w, "PUT") && strings.Contains(w, "/loadBalancers/uid-a ") {
+			lbPuts = append(lbPuts, w)
+		}
+	}
+	// The first PUT carries the stale ETag and gets 412; the second the re-read one.
+	if len(lbPuts) != 2 || strings.Contains(lbPuts[0], "If-Match= ") || strings.Contains(lbPuts[1], "If-Match= ") {
+		t.Fatalf("load balancer PUTs after a foreign change: %q", lbPuts)
+	}
+
+	// A public IP of the same name that is not this cluster's is never overwritten.
+	pips := v.net.NewPublicIPAddressesClient()
+	users := v.azure.Scope.PublicIP("uid-users", "Inbound", false)
+	users.Tags = map[string]*string{"owner": to.Ptr("someone")}
+	pp, err := pips.BeginCreateOrUpdate(v.ctx, testRG, PIPName("uid-users"), users, nil)
+	if err == nil {
+		_, err = pp.PollUntilDone(v.ctx, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.azure.EnsurePIP(v.ctx, "uid-users", "Inbound", false); err == nil || !strings.Contains(err.Error(), "not this cluster's") {
+		t.Fatalf("writing over a user's public IP: %v", err)
+	}
+	got, err := pips.Get(v.ctx, testRG, PIPName("uid-users"), nil)
+	if err != nil || got.Tags[TagCluster] != nil || *got.Tags["owner"] != "someone" {
+		t.Fatalf("user's public IP changed: %v %v", err, got.Tags)
+	}
+
+	// The egress identity's NAT gateway and public IP lose their cluster tag (someone adopts
+	// them): deleting the identity leaves them alone.
+	nats := v.net.NewNatGatewaysClient()
+	nat, err := nats.Get(v.ctx, testRG, "egress1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(nat.Tags, TagCluster)
+	np, err := nats.BeginCreateOrUpdate(v.ctx, testRG, "egress1", nat.NatGateway, nil)
+	if err == nil {
+		_, err = np.PollUntilDone(v.ctx, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pip, err := pips.Get(v.ctx, testRG, PIPName("egress1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(pip.Tags, TagCluster)
+	if pp, err = pips.BeginCreateOrUpdate(v.ctx, testRG, PIPName("egress1"), pip.PublicIPAddress, nil); err == nil {
+		_, err = pp.PollUntilDone(v.ctx, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.writes.take()
+	u.SetEgress("egress1", nil)
+	u.DeleteInbound("uid-a")
+	if err := u.Sync(v.ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc := v.azure.Scope
+	if !v.exists(sc.NATID("egress1")) || !v.exists(sc.PIPID("egress1")) {
+		t.Fatal("a NAT gateway or public IP that is no longer the cluster's was deleted")
+	}
+	for _, id := range []string{sc.LBID("uid-a"), sc.PIPID("uid-a")} {
+		if v.exists(id) {
+			t.Errorf("%s still exists", id)
+		}
+	}
+	// Every write of the updater was conditional.
+	ws := v.writes.take()
+	if len(ws) < 2 {
+		t.Fatalf("deletes sent: %q", ws)
+	}
+	for _, w := range ws {
+		if strings.Contains(w, "If-Match= If-None-Match= ") || strings.HasSuffix(w, "If-Match= If-None-Match=") {
+			t.Errorf("unconditional write: %s", w)
+		}
 	}
 }

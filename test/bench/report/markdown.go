@@ -43,9 +43,12 @@ func Render(results []*Result) (string, []Plot) {
 		"Each scenario's JSON result is in [results/](results/); this page is generated from them by\n" +
 		"`go run ./test/bench/report/cmd/perfreport` — do not edit it by hand.\n\n" +
 		"How to read the figures:\n\n" +
-		"- **ours** is the CCM as shipped; **baseline** is the same binary with `--concurrent-service-syncs=1\n" +
-		"  --disable-lb-write-merging`: one service at a time, every change its own read-modify-write, as the existing\n" +
-		"  provider reconciles. Both run in the same test, on the same cluster and azsim, one after the other.\n" +
+		"- **ours** is the CCM as shipped. The other variants are the same binary with flags that switch its\n" +
+		"  improvements off: **50 workers, no merging** (`--disable-lb-write-merging`: every service its own\n" +
+		"  read-modify-write of each resource) and **1 worker, no merging** (`--concurrent-service-syncs=1\n" +
+		"  --disable-lb-write-merging`: one service at a time). They are this CCM's code, not the existing provider;\n" +
+		"  the last only approximates one-at-a-time reconciliation. Variants of a scenario run in the same test, one\n" +
+		"  after the other, with the same number of services unless a table says otherwise.\n" +
 		"- Writes are PUT/PATCH/POST requests azsim received (LRO status polls are reads); they include requests that\n" +
 		"  were refused (412, 429).\n" +
 		"- Times are wall-clock on a 2-core machine shared with other test runs: compare variants within a scenario\n" +

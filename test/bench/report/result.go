@@ -44,9 +44,9 @@ type Series struct {
 // Phase is one measured run inside a scenario: a configuration (Variant) doing one thing.
 type Phase struct {
 	Name string `json:"name"`
-	// Variant is "ours" (the CCM as shipped) or "baseline" (one worker, no write merging) or
-	// another configuration name; phases with the same Name and different variants are
-	// compared side by side.
+	// Variant is "ours" (the CCM as shipped) or the name of another configuration, saying
+	// what it is ("1 worker, no merging"); phases with the same Name and different variants
+	// are compared side by side.
 	Variant string            `json:"variant"`
 	Config  map[string]string `json:"config,omitempty"`
 	// Seconds is the time to converge (what converging means is the scenario's to say).
