@@ -3,12 +3,12 @@ package loadbalancer
 import (
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
@@ -27,7 +27,7 @@ type Parts struct {
 type BuildOptions struct {
 	Config    *config.Config
 	Writers   *writers.Set
-	PublicIPs *arm.ListCache[*armnetwork.PublicIPAddress]
+	PublicIPs dryrun.PublicIPLists
 	Zones     []string
 	Recorder  record.EventRecorder
 	// Services and Namespaces are listers of the shared informers (optional; Namespaces only
@@ -41,12 +41,20 @@ type BuildOptions struct {
 	// EndpointNodes names the nodes of a Local service's ready endpoints (several load
 	// balancers only).
 	EndpointNodes multislb.EndpointNodesFunc
+	// DryRun, when set, builds an implementation that writes nothing: Writers and PublicIPs
+	// are read through the recorder, which records every write (the drift audit's detector and
+	// the plan command).
+	DryRun *dryrun.Recorder
 }
 
 // Build assembles the backends of the configured pool type, the placer when several load
 // balancers are configured, and the LoadBalancer on top of them.
 func Build(o BuildOptions) (*Parts, error) {
-	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, Zones: o.Zones, Recorder: o.Recorder, Services: o.Services}
+	if o.DryRun != nil {
+		o.Writers, o.PublicIPs = dryrun.NewSet(o.Writers, o.DryRun), o.DryRun.PublicIPs(o.PublicIPs)
+	}
+	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, Zones: o.Zones, Recorder: o.Recorder, Services: o.Services,
+		DryRun: o.DryRun != nil}
 	parts := &Parts{}
 	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
 		// Several load balancers need IP-based pools (the configuration is validated so).

@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
@@ -40,7 +40,7 @@ type Options struct {
 	Writers *writers.Set
 	// PublicIPs is the public IP list cache (one LIST per resource group), kept current by the
 	// writes made here.
-	PublicIPs *arm.ListCache[*armnetwork.PublicIPAddress]
+	PublicIPs dryrun.PublicIPLists
 	// Zones of the region, for zone-redundant public IPs and internal frontends.
 	Zones []string
 	// Recorder receives Warning events on services (optional).
@@ -52,6 +52,9 @@ type Options struct {
 	Backends backends.Backends
 	// Multi places services and nodes on several load balancers; nil with one load balancer.
 	Multi *multislb.Placer
+	// DryRun says that Writers record instead of writing (package dryrun): the implementation
+	// then counts nothing in the metrics of real writes.
+	DryRun bool
 }
 
 // LoadBalancer implements cloudprovider.LoadBalancer.
@@ -62,6 +65,9 @@ type LoadBalancer struct {
 	nsgs  *writer.Registry[armnetwork.SecurityGroup]
 	pips  *writer.Registry[armnetwork.PublicIPAddress]
 	multi *multislb.Placer
+	// locks serialises the writes made for one service (by UID): a reconcile, the drift
+	// audit's repair and the deletion never interleave.
+	locks *serviceLocks
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -72,7 +78,7 @@ func New(o Options) (*LoadBalancer, error) {
 		return nil, errors.New("loadbalancer: Config, Writers and PublicIPs are required")
 	}
 	return &LoadBalancer{cfg: o.Config, opts: o, lbs: o.Writers.LoadBalancers, nsgs: o.Writers.SecurityGroups,
-		pips: o.Writers.PublicIPs, multi: o.Multi}, nil
+		pips: o.Writers.PublicIPs, multi: o.Multi, locks: newServiceLocks()}, nil
 }
 
 // GetLoadBalancerName is the existing provider's name: "a" + UID without dashes, 32 characters.
