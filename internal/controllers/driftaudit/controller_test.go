@@ -95,7 +95,9 @@ func TestStableNodes(t *testing.T) {
 		node("excluded", label("true")),
 		node("exclusion-false", label("false")),
 		node("exclusion-garbage", label("maybe")),
-		node("autoscaler", func(n *v1.Node) { n.Spec.Taints = []v1.Taint{{Key: toBeDeletedTaint, Effect: v1.TaintEffectNoSchedule}} }),
+		node("autoscaler", func(n *v1.Node) {
+			n.Spec.Taints = []v1.Taint{{Key: toBeDeletedTaint, Effect: v1.TaintEffectNoSchedule}}
+		}),
 		node("other-taint", func(n *v1.Node) { n.Spec.Taints = []v1.Taint{{Key: "x", Effect: v1.TaintEffectNoSchedule}} }),
 		node("not-ready", func(n *v1.Node) {
 			n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
@@ -180,7 +182,9 @@ type fakeAuditor struct {
 	skipped map[string]string
 }
 
-func (f *fakeAuditor) Refresh(context.Context, string, []*v1.Service) (string, error) { return f.azure, nil }
+func (f *fakeAuditor) Refresh(context.Context, string, []*v1.Service) (string, error) {
+	return f.azure, nil
+}
 
 func (f *fakeAuditor) Audit(ctx context.Context, _ string, s *v1.Service, _ []*v1.Node, confirm loadbalancer.Confirm) (loadbalancer.AuditResult, error) {
 	f.mu.Lock()
