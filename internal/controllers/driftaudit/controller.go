@@ -37,6 +37,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/changes"
 	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
 )
 
 // Event reasons.
@@ -155,7 +156,7 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 		passes.WithLabelValues("error").Inc()
 		return PassResult{Errors: 1}
 	}
-	nodes := StableNodes(nodeList)
+	nodes := membership.ServiceControllerNodes(nodeList)
 	azure, err := c.o.Auditor.Refresh(ctx, c.o.ClusterName, svcs)
 	if err != nil {
 		klog.ErrorS(err, "Drift audit: reading Azure")

@@ -84,34 +84,6 @@ func node(name string, mod ...func(*v1.Node)) *v1.Node {
 	return n
 }
 
-func TestStableNodes(t *testing.T) {
-	now := metav1.Now()
-	label := func(v string) func(*v1.Node) {
-		return func(n *v1.Node) { n.Labels[v1.LabelNodeExcludeBalancers] = v }
-	}
-	nodes := []*v1.Node{
-		node("ok"),
-		node("deleting", func(n *v1.Node) { n.DeletionTimestamp = &now }),
-		node("excluded", label("true")),
-		node("exclusion-false", label("false")),
-		node("exclusion-garbage", label("maybe")),
-		node("autoscaler", func(n *v1.Node) {
-			n.Spec.Taints = []v1.Taint{{Key: toBeDeletedTaint, Effect: v1.TaintEffectNoSchedule}}
-		}),
-		node("other-taint", func(n *v1.Node) { n.Spec.Taints = []v1.Taint{{Key: "x", Effect: v1.TaintEffectNoSchedule}} }),
-		node("not-ready", func(n *v1.Node) {
-			n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
-		}),
-	}
-	var got []string
-	for _, n := range StableNodes(nodes) {
-		got = append(got, n.Name)
-	}
-	if want := "ok exclusion-false other-taint not-ready"; strings.Join(got, " ") != want {
-		t.Errorf("StableNodes = %v, want %s", got, want)
-	}
-}
-
 func TestFingerprint(t *testing.T) {
 	svcs := []*v1.Service{svc("a", "1"), svc("b", "2")}
 	nodes := []*v1.Node{node("n1"), node("n2")}
