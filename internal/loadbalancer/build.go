@@ -20,6 +20,9 @@ import (
 type Parts struct {
 	LoadBalancer *LoadBalancer
 	Placer       *multislb.Placer
+	// Writers are the writers it writes through (BuildOptions.Writers, or their dry-run
+	// wrapping).
+	Writers *writers.Set
 }
 
 // BuildOptions are everything the node-based implementation is assembled from. Config,
@@ -55,7 +58,7 @@ func Build(o BuildOptions) (*Parts, error) {
 	}
 	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, Zones: o.Zones, Recorder: o.Recorder, Services: o.Services,
 		DryRun: o.DryRun != nil}
-	parts := &Parts{}
+	parts := &Parts{Writers: o.Writers}
 	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
 		// Several load balancers need IP-based pools (the configuration is validated so).
 		pools := backends.NewNodeIP(o.Config, o.Writers, o.PoolEntries)
