@@ -61,6 +61,9 @@ func main() {
 	cmd := app.NewCloudControllerManagerCommand(opts, w.initCloud, initializers,
 		names.CCMControllerAliases(), w.flags(), wait.NeverStop)
 	cmd.Use = "azure-cloud-controller-manager"
+	cmd.AddCommand(planCommand(w, app.ControllerNames(initializers)))
+	cmd.Long += "\n\nSubcommands:\n  plan   print every Azure write the CCM would make now and exit, writing nothing " +
+		"(azure-cloud-controller-manager plan --help)"
 	os.Exit(cli.Run(cmd))
 }
 
