@@ -17,8 +17,8 @@ import (
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 	"k8s.io/component-base/cli/globalflag"
-	cmconfig "k8s.io/controller-manager/config"
 	genericcontrollermanager "k8s.io/controller-manager/app"
+	cmconfig "k8s.io/controller-manager/config"
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
