@@ -128,7 +128,8 @@ func (w *wiring) auditor() (driftaudit.Auditor, error) {
 	if p == nil {
 		return nil, nil
 	}
-	a, err := loadbalancer.NewAuditor(w.buildOpts, p.LoadBalancer, w.auditWorkers)
+	// Checks and repairs run in turn, each on a twin: as many twins as the larger of the two.
+	a, err := loadbalancer.NewAuditor(w.buildOpts, p.LoadBalancer, max(w.auditWorkers, driftaudit.DefaultRepairs))
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,8 @@ func (w *wiring) controllers() []controllers.Controller {
 			return localpools.Start(ctx, cc, d)
 		}},
 		{Name: driftaudit.Name, ClientName: "drift-audit-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
-			return driftaudit.Start(ctx, cc, driftaudit.Deps{Period: w.auditPeriod, Workers: w.auditWorkers, Auditor: w.auditor})
+			return driftaudit.Start(ctx, cc, driftaudit.Deps{Period: w.auditPeriod, Workers: w.auditWorkers,
+				Repairs: driftaudit.DefaultRepairs, Auditor: w.auditor})
 		}},
 		{Name: pvzones.Name, ClientName: "pv-zone-labels-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
 			return pvzones.Start(ctx, cc, pvzones.Deps{Disks: disks.NewClient(w.cloud.Clients), Location: w.cloud.Config.Location})

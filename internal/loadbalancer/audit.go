@@ -21,9 +21,9 @@ import (
 // Auditor finds where Azure no longer matches what a service asks for and repairs it, with the
 // reconcile the service controller runs: first on a dry-run twin of the implementation (same
 // planners, reading Azure through the same writers' caches, recording instead of writing), so
-// a service in step costs no write and no lock wait beyond the planning; then, when the twin
-// recorded writes, on the real implementation after the Service was re-read from the API
-// server under the service's lock (see serviceLocks).
+// a service in step costs no write and no lock; then, when the twin recorded writes, on the
+// real implementation after the Service was re-read from the API server under the service's
+// lock (see serviceLocks).
 type Auditor struct {
 	lb *LoadBalancer
 	// twins are dry-run implementations, one per concurrent audit (each has its own recorder).
@@ -35,7 +35,8 @@ type twin struct {
 	rec *dryrun.Recorder
 }
 
-// NewAuditor builds an auditor of lb, which was built with o, for up to n concurrent audits.
+// NewAuditor builds an auditor of lb, which was built with o, for up to n concurrent checks and
+// repairs (each holds a twin while it plans).
 func NewAuditor(o BuildOptions, lb *LoadBalancer, n int) (*Auditor, error) {
 	if lb == nil {
 		return nil, errors.New("loadbalancer: the auditor needs the load balancer implementation")
@@ -70,9 +71,26 @@ type AuditResult struct {
 	Skipped string
 }
 
-// Audit checks svc (as the informer has it) against Azure and, when it drifted, confirms the
-// service live and repairs it. nodes are the nodes the service controller would pass.
+// Audit checks svc and, when it drifted, repairs it (Check, then Repair).
 func (a *Auditor) Audit(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, confirm Confirm) (AuditResult, error) {
+	drift, err := a.Check(ctx, clusterName, svc, nodes)
+	if err != nil || len(drift) == 0 {
+		return AuditResult{Drift: drift}, err
+	}
+	return a.Repair(ctx, clusterName, svc, nodes, confirm)
+}
+
+// Check runs the service's reconcile (svc as the informer has it; nodes as the service
+// controller would pass them) on a twin and returns the writes it would make: none when Azure
+// is in step. It takes no lock and writes nothing.
+func (a *Auditor) Check(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]dryrun.Write, error) {
+	return a.plan(ctx, clusterName, svc, nodes)
+}
+
+// Repair takes the service's lock, checks again (the service controller may have fixed it
+// meanwhile), confirms the service live and repairs it with the real reconcile. Repairs of
+// several services run concurrently share the writers' batches.
+func (a *Auditor) Repair(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, confirm Confirm) (AuditResult, error) {
 	unlock, err := a.lb.locks.lock(ctx, svc.UID)
 	if err != nil {
 		return AuditResult{}, err

@@ -48,10 +48,12 @@ const (
 	ReasonDriftRepairFailed = "DriftRepairFailed"
 )
 
-// Auditor is what the controller needs of the load balancer implementation.
+// Auditor is what the controller needs of the load balancer implementation
+// (loadbalancer.Auditor).
 type Auditor interface {
 	Refresh(ctx context.Context, clusterName string, svcs []*v1.Service) (string, error)
-	Audit(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, confirm loadbalancer.Confirm) (loadbalancer.AuditResult, error)
+	Check(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]dryrun.Write, error)
+	Repair(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, confirm loadbalancer.Confirm) (loadbalancer.AuditResult, error)
 }
 
 // Options are what the controller is built from. Every field but Now, Workers and FullEvery
@@ -67,9 +69,12 @@ type Options struct {
 	Recorder  record.EventRecorder
 	// Period between the starts of two passes.
 	Period time.Duration
-	// Workers audit services concurrently (default 4): repairs of services on one load balancer
-	// then share its writes.
+	// Workers check services concurrently (default 4).
 	Workers int
+	// Repairs bounds the repairs run at once (default 16). The services that drifted are all
+	// repaired together, after every service was checked, so repairs of services on one load
+	// balancer or NSG share its writes (group commit).
+	Repairs int
 	// FullEvery forces a pass that plans every service after this many passes skipped as
 	// unchanged (default 10), should something the fingerprint does not cover have moved.
 	FullEvery int
@@ -91,6 +96,9 @@ func New(o Options) (*Controller, error) {
 	}
 	if o.Workers <= 0 {
 		o.Workers = 4
+	}
+	if o.Repairs <= 0 {
+		o.Repairs = DefaultRepairs
 	}
 	if o.FullEvery <= 0 {
 		o.FullEvery = 10
@@ -172,41 +180,46 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 	}
 	c.skipped = 0
 
-	var mu sync.Mutex
-	work := make(chan *v1.Service)
-	var wg sync.WaitGroup
-	for range min(c.o.Workers, max(len(svcs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range work {
-				r := c.auditService(ctx, s, nodes)
-				mu.Lock()
-				res.Audited++
-				switch {
-				case r.err:
-					res.Errors++
-				case r.skipped:
-					res.Skipped++
-				}
-				if r.drifted {
-					res.Drifted++
-				}
-				if r.repaired {
-					res.Repaired++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, s := range svcs {
-		select {
-		case work <- s:
-		case <-ctx.Done():
+	// Check every service (no lock, no write), then repair the ones that drifted, together.
+	checked := make([]checkResult, len(svcs))
+	forEach(ctx, len(svcs), c.o.Workers, func(i int) {
+		drift, err := c.o.Auditor.Check(ctx, c.o.ClusterName, svcs[i], nodes)
+		checked[i] = checkResult{drift: drift, err: err}
+	})
+	var drifted []int
+	for i, r := range checked {
+		res.Audited++
+		switch {
+		case r.err != nil:
+			// Planning failed (an invalid annotation, an ARM read): the service controller
+			// reports the same failure on the service.
+			res.Errors++
+			services.WithLabelValues("error").Inc()
+			klog.V(2).InfoS("Drift audit: the service cannot be planned", "service", key(svcs[i]), "err", r.err)
+		case len(r.drift) == 0:
+			services.WithLabelValues("in_step").Inc()
+		default:
+			drifted = append(drifted, i)
 		}
 	}
-	close(work)
-	wg.Wait()
+	var mu sync.Mutex
+	forEach(ctx, len(drifted), c.o.Repairs, func(j int) {
+		r := c.repairService(ctx, svcs[drifted[j]], nodes)
+		mu.Lock()
+		defer mu.Unlock()
+		if r.err {
+			res.Errors++
+		}
+		if r.skipped {
+			res.Skipped++
+		}
+		if r.drifted {
+			res.Drifted++
+		}
+		if r.repaired {
+			res.Repaired++
+		}
+	})
 
 	if res.Drifted == 0 && res.Errors == 0 && res.Skipped == 0 && ctx.Err() == nil {
 		c.lastClean = fp
@@ -226,14 +239,43 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 	return res
 }
 
+type checkResult struct {
+	drift []dryrun.Write
+	err   error
+}
+
 type serviceResult struct {
 	drifted, repaired, skipped, err bool
 }
 
-// auditService audits one service and reports it in events, logs and metrics.
-func (c *Controller) auditService(ctx context.Context, svc *v1.Service, nodes []*v1.Node) serviceResult {
-	key := svc.Namespace + "/" + svc.Name
-	ar, err := c.o.Auditor.Audit(ctx, c.o.ClusterName, svc, nodes, c.confirm(svc))
+func key(s *v1.Service) string { return s.Namespace + "/" + s.Name }
+
+// forEach runs f(0..n-1) on up to workers goroutines, until ctx ends.
+func forEach(ctx context.Context, n, workers int, f func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// repairService repairs one service that drifted and reports it in events, logs and metrics.
+func (c *Controller) repairService(ctx context.Context, svc *v1.Service, nodes []*v1.Node) serviceResult {
+	ar, err := c.o.Auditor.Repair(ctx, c.o.ClusterName, svc, nodes, c.confirm(svc))
 	found := countKinds(ar.Drift)
 	for k, n := range found {
 		driftFound.WithLabelValues(k).Add(float64(n))
@@ -244,28 +286,27 @@ func (c *Controller) auditService(ctx context.Context, svc *v1.Service, nodes []
 		// The repair (or the re-read) failed.
 		out.err = true
 		services.WithLabelValues("error").Inc()
-		klog.ErrorS(err, "Drift audit: repair failed", "service", key, "drift", Summary(ar.Drift))
+		klog.ErrorS(err, "Drift audit: repair failed", "service", key(svc), "drift", Summary(ar.Drift))
 		c.o.Recorder.Eventf(svc, v1.EventTypeWarning, ReasonDriftRepairFailed, "Azure drifted from the service (%s); the repair failed, retried at the next audit: %v",
 			Summary(ar.Drift), err)
 	case err != nil:
-		// Planning failed (an invalid annotation, an ARM read): the service controller reports
-		// the same failure on the service.
 		out.err = true
 		services.WithLabelValues("error").Inc()
-		klog.V(2).InfoS("Drift audit: the service cannot be planned", "service", key, "err", err)
+		klog.V(2).InfoS("Drift audit: the service cannot be planned", "service", key(svc), "err", err)
 	case len(ar.Drift) == 0:
+		// In step again (the service controller got there first).
 		services.WithLabelValues("in_step").Inc()
 	case ar.Skipped != "":
 		out.skipped = true
 		services.WithLabelValues("skipped").Inc()
-		klog.InfoS("Drift audit: drift not repaired", "service", key, "reason", ar.Skipped, "drift", Summary(ar.Drift))
+		klog.InfoS("Drift audit: drift not repaired", "service", key(svc), "reason", ar.Skipped, "drift", Summary(ar.Drift))
 	case ar.Repaired:
 		out.repaired = true
 		services.WithLabelValues("repaired").Inc()
 		for k, n := range found {
 			driftRepaired.WithLabelValues(k).Add(float64(n))
 		}
-		klog.InfoS("Drift audit: repaired", "service", key, "drift", Summary(ar.Drift))
+		klog.InfoS("Drift audit: repaired", "service", key(svc), "drift", Summary(ar.Drift))
 		c.o.Recorder.Eventf(svc, v1.EventTypeNormal, ReasonDriftRepaired, "Azure drifted from the service; repaired: %s", Summary(ar.Drift))
 	}
 	return out

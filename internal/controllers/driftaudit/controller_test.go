@@ -149,28 +149,37 @@ type fakeAuditor struct {
 	azure   string
 	drifted map[string]bool
 	fail    map[string]error
-	audits  int
-	live    map[string]*v1.Service // what confirm returned, by name
-	skipped map[string]string
+	// repairErr fails the repair of a service.
+	repairErr map[string]error
+	audits    int
+	live      map[string]*v1.Service // what confirm returned, by name
+	skipped   map[string]string
 }
 
 func (f *fakeAuditor) Refresh(context.Context, string, []*v1.Service) (string, error) {
 	return f.azure, nil
 }
 
-func (f *fakeAuditor) Audit(ctx context.Context, _ string, s *v1.Service, _ []*v1.Node, confirm loadbalancer.Confirm) (loadbalancer.AuditResult, error) {
-	f.mu.Lock()
-	f.audits++
-	drifted, err := f.drifted[s.Name], f.fail[s.Name]
-	f.mu.Unlock()
-	if err != nil {
-		return loadbalancer.AuditResult{}, err
-	}
-	if !drifted {
-		return loadbalancer.AuditResult{}, nil
-	}
-	drift := []dryrun.Write{{ResourceType: dryrun.TypeLoadBalancer, ID: "/x/loadBalancers/kubernetes", Op: dryrun.Update,
+func (f *fakeAuditor) drift(s *v1.Service) []dryrun.Write {
+	return []dryrun.Write{{ResourceType: dryrun.TypeLoadBalancer, ID: "/x/loadBalancers/kubernetes", Op: dryrun.Update,
 		Changes: []changes.Change{{Collection: "loadBalancingRules", Name: s.Name + "-TCP-80", Op: changes.Added}}}}
+}
+
+func (f *fakeAuditor) Check(_ context.Context, _ string, s *v1.Service, _ []*v1.Node) ([]dryrun.Write, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.audits++
+	if err := f.fail[s.Name]; err != nil {
+		return nil, err
+	}
+	if f.drifted[s.Name] {
+		return f.drift(s), nil
+	}
+	return nil, nil
+}
+
+func (f *fakeAuditor) Repair(ctx context.Context, _ string, s *v1.Service, _ []*v1.Node, confirm loadbalancer.Confirm) (loadbalancer.AuditResult, error) {
+	drift := f.drift(s)
 	live, skip, err := confirm(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -182,6 +191,9 @@ func (f *fakeAuditor) Audit(ctx context.Context, _ string, s *v1.Service, _ []*v
 		return loadbalancer.AuditResult{Drift: drift, Skipped: skip}, nil
 	}
 	f.live[s.Name] = live
+	if err := f.repairErr[s.Name]; err != nil {
+		return loadbalancer.AuditResult{Drift: drift}, err
+	}
 	return loadbalancer.AuditResult{Drift: drift, Repaired: true}, nil
 }
 
@@ -195,7 +207,8 @@ func TestPass(t *testing.T) {
 	}
 	nodeIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = nodeIdx.Add(node("n1"))
-	a := &fakeAuditor{azure: "etags-1", drifted: map[string]bool{}, fail: map[string]error{}, live: map[string]*v1.Service{}, skipped: map[string]string{}}
+	a := &fakeAuditor{azure: "etags-1", drifted: map[string]bool{}, fail: map[string]error{}, live: map[string]*v1.Service{}, skipped: map[string]string{},
+		repairErr: map[string]error{}}
 	rec := record.NewFakeRecorder(10)
 	c, err := New(Options{ClusterName: "kubernetes", Auditor: a, Kube: kube, Services: corelisters.NewServiceLister(svcIdx),
 		Nodes: corelisters.NewNodeLister(nodeIdx), Recorder: rec, Period: time.Minute, FullEvery: 3})
@@ -250,5 +263,20 @@ func TestPass(t *testing.T) {
 	delete(a.fail, "api")
 	if r := c.Pass(ctx); r.Unchanged {
 		t.Error("the pass after drift was skipped")
+	}
+
+	// A repair that fails: a Warning event naming the drift and the error.
+	a.azure = "etags-3"
+	a.drifted["web"], a.repairErr["web"] = true, errors.New("ARM said no")
+	if r := c.Pass(ctx); r.Errors != 1 || r.Repaired != 0 {
+		t.Fatalf("pass with a failed repair %+v", r)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "Warning "+ReasonDriftRepairFailed) || !strings.Contains(ev, "ARM said no") || !strings.Contains(ev, "web-TCP-80") {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Error("no DriftRepairFailed event")
 	}
 }

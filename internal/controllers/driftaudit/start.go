@@ -21,14 +21,18 @@ const DefaultPeriod = 100 * time.Second
 // DefaultWorkers is the default of --drift-audit-workers.
 const DefaultWorkers = 4
 
+// DefaultRepairs bounds the repairs of one pass run at once.
+const DefaultRepairs = 16
+
 // Deps are what the controller is started with.
 type Deps struct {
 	// Auditor is the node-based load balancer implementation's (nil in service-gateway mode or
 	// when there is none: the controller is then not started).
 	Auditor func() (Auditor, error)
 	// Period is --drift-audit-period; 0 turns the audit off.
-	Period  time.Duration
-	Workers int
+	Period time.Duration
+	// Workers (--drift-audit-workers) check services at once; Repairs repair them at once.
+	Workers, Repairs int
 }
 
 // Start runs the controller.
@@ -58,7 +62,7 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 		Services: svcs.Lister(), Nodes: nodes.Lister(),
 		HasSynced: []cache.InformerSynced{svcs.Informer().HasSynced, nodes.Informer().HasSynced},
 		Recorder:  cc.Recorder(ctx, kube, "drift-audit-controller"),
-		Period:    d.Period, Workers: d.Workers,
+		Period:    d.Period, Workers: d.Workers, Repairs: d.Repairs,
 	})
 	if err != nil {
 		return nil, false, err
