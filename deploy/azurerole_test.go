@@ -78,3 +78,30 @@ func TestCustomRoleMatchesDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRoleIsReadOnly: the plan command's role only reads, and reads nothing the CCM's own
+// role does not (it is the CCM's reads, disks aside: the plan does not label volumes).
+func TestPlanRoleIsReadOnly(t *testing.T) {
+	root := framework.RepoRoot()
+	plan, err := LoadRole(filepath.Join(root, "deploy", "azure", "azure-ccm-plan-role.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccm, err := LoadRole(filepath.Join(root, "deploy", "azure", "azure-ccm-role.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range plan.Actions {
+		if !strings.HasSuffix(strings.ToLower(a), "/read") {
+			t.Errorf("plan role action %s is not a read", a)
+		}
+		if !ccm.Allows(a) {
+			t.Errorf("plan role action %s is not in the CCM's role", a)
+		}
+	}
+	for _, a := range ccm.Actions {
+		if strings.HasSuffix(strings.ToLower(a), "/read") && !strings.HasPrefix(a, "Microsoft.Compute/disks/") && !plan.Allows(a) {
+			t.Errorf("the CCM reads with %s, the plan role lacks it", a)
+		}
+	}
+}

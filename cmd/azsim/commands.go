@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 )
 
@@ -30,6 +31,7 @@ var clientCommands = map[string]command{
 	"imds-vm":       imdsVMCmd,
 	"vm":            vmCmd,
 	"pe-connection": peConnectionCmd,
+	"drift":         driftCmd,
 	"reset":         simple(func(ctx context.Context, c *client.Client) error { return c.Reset(ctx) }),
 	"info": simple(func(ctx context.Context, c *client.Client) error {
 		i, err := c.Info(ctx)
@@ -336,4 +338,42 @@ func peConnectionCmd(ctx context.Context, fs *flag.FlagSet, args []string, cf cl
 		return err
 	}
 	return c.ConnectionAction(ctx, pos[1], pos[0], *desc)
+}
+
+func driftCmd(ctx context.Context, fs *flag.FlagSet, args []string, cf clientFunc) error {
+	var r client.DriftRequest
+	fs.StringVar(&r.Pool, "pool", "", "remove-pool-member: the backend pool")
+	fs.IntVar(&r.IntervalInSeconds, "interval", 0, "change-probe: the new interval in seconds (default: 5 more)")
+	fs.StringVar(&r.PublicIP, "public-ip", "", "change-frontend-ip: the public IP ID (default: a new one)")
+	// Flags may follow the positional arguments: azsim drift remove-pool-member <lb> <member> -pool p.
+	var pos []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pos = append(pos, fs.Args()...)
+	if len(pos) != 3 {
+		return fmt.Errorf("drift <%s> <load balancer or NSG id> <rule, probe, NSG rule, frontend or pool member> [-pool p] [-interval s] [-public-ip id]",
+			strings.Join(driftKinds(), "|"))
+	}
+	r.Kind, r.Resource, r.Name = drift.Kind(pos[0]), pos[1], pos[2]
+	c, err := cf()
+	if err != nil {
+		return err
+	}
+	res, err := c.Drift(ctx, r)
+	if err != nil {
+		return err
+	}
+	return printJSON(res)
+}
+
+func driftKinds() []string {
+	out := make([]string, 0, len(drift.Kinds))
+	for _, k := range drift.Kinds {
+		out = append(out, string(k))
+	}
+	return out
 }

@@ -11,6 +11,7 @@
 //	azsim imds-vm <vm>                   IMDS default VM
 //	azsim vm <delete|deallocate|powerOff|start|restart> <id>
 //	azsim pe-connection <approve|reject|remove> <id>   a private link service owner's decision
+//	azsim drift <kind> <resource id> <name> [flags]    a third party's edit (rule deleted …)
 //	azsim reset                          drop all state
 //
 // Client commands find the server through --url/AZSIM_URL and trust it through --ca/AZSIM_CA.
@@ -51,6 +52,8 @@ commands:
   imds-vm     <vm name, computer name or resource id>
   vm          <delete|deallocate|powerOff|start|restart> <resource id>
   pe-connection <approve|reject|remove> <connection id> [-description text]
+  drift       <delete-rule|change-probe|remove-nsg-rule|remove-pool-member|change-frontend-ip>
+              <load balancer or NSG id> <name> [-pool p] [-interval s] [-public-ip id]
   reset       drop every resource, fault rule and counter
   info        describe the running server
 

@@ -88,6 +88,30 @@ func TestClientCommands(t *testing.T) {
 	if raw, _ := s.Engine().GetResource(connID); !strings.Contains(string(raw), `"Rejected"`) || !strings.Contains(string(raw), `"no"`) {
 		t.Fatalf("after reject: %s", raw)
 	}
+	// A third party's edits.
+	if err := os.WriteFile(topo, []byte(driftTopology), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"seed", "-f", topo}); err != nil {
+		t.Fatal(err)
+	}
+	lb2 := rgID + "/providers/Microsoft.Network/loadBalancers/lb2"
+	for _, args := range [][]string{
+		{"drift", "change-probe", lb2, "r", "-interval", "9"},
+		{"drift", "delete-rule", lb2, "r"},
+	} {
+		if err := run(args); err != nil {
+			t.Fatalf("azsim %v: %v", args, err)
+		}
+	}
+	if raw, _ := s.Engine().GetResource(lb2); strings.Contains(string(raw), "loadBalancingRules/r") || !strings.Contains(string(raw), `"intervalInSeconds":9`) {
+		t.Errorf("after the drift commands: %s", raw)
+	}
+	for _, args := range [][]string{{"drift", "delete-rule", lb2}, {"drift", "explode", lb2, "r"}, {"drift", "delete-rule", lb2, "r"}} {
+		if err := run(args); err == nil {
+			t.Errorf("azsim %v succeeded", args)
+		}
+	}
 	for _, args := range [][]string{{"pe-connection", "approve"}, {"pe-connection", "explode", connID}} {
 		if err := run(args); err == nil {
 			t.Errorf("azsim %v succeeded", args)
@@ -110,6 +134,14 @@ func TestClientCommands(t *testing.T) {
 		t.Error("stats without a server succeeded")
 	}
 }
+
+// driftTopology is a public load balancer with a rule (and the rule's probe).
+const driftTopology = `
+resourceGroups: [rg-cli]
+publicIPs: [{resourceGroup: rg-cli, name: pip}]
+loadBalancers: [{resourceGroup: rg-cli, name: lb2, frontends: [{name: fe, publicIP: pip}], backendPools: [pool],
+  rules: [{name: r, frontend: fe, backendPool: pool, port: 80}]}]
+`
 
 // plsTopology is a service with an endpoint of its owner (approved on arrival).
 const plsTopology = `

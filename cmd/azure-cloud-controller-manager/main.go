@@ -21,6 +21,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
 
@@ -60,6 +61,9 @@ func main() {
 	cmd := app.NewCloudControllerManagerCommand(opts, w.initCloud, initializers,
 		names.CCMControllerAliases(), w.flags(), wait.NeverStop)
 	cmd.Use = "azure-cloud-controller-manager"
+	cmd.AddCommand(planCommand(w, app.ControllerNames(initializers)))
+	cmd.Long += "\n\nSubcommands:\n  plan   print every Azure write the CCM would make now and exit, writing nothing " +
+		"(azure-cloud-controller-manager plan --help)"
 	os.Exit(cli.Run(cmd))
 }
 
@@ -70,5 +74,11 @@ func (w *wiring) flags() cliflag.NamedFlagSets {
 	fs.BoolVar(&w.disableWriteMerging, "disable-lb-write-merging", false,
 		"benchmark baseline only: one ARM write per load balancer change, no merging")
 	_ = fs.MarkHidden("disable-lb-write-merging")
+	da := fss.FlagSet("drift audit")
+	da.DurationVar(&w.auditPeriod, "drift-audit-period", driftaudit.DefaultPeriod,
+		"how often the drift-audit controller checks every LoadBalancer service against Azure and repairs what drifted "+
+			"(a rule, probe, frontend, pool member or NSG rule changed outside the CCM); 0 turns it off, as does --controllers=*,-drift-audit")
+	da.IntVar(&w.auditWorkers, "drift-audit-workers", driftaudit.DefaultWorkers,
+		"services the drift audit checks and repairs at once")
 	return fss
 }

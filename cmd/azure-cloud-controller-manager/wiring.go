@@ -14,6 +14,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"
 	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
@@ -32,12 +33,16 @@ type wiring struct {
 	// NSG and public IP change becomes its own read-modify-write. It exists only so that the
 	// burst benchmark can measure the no-merging variants; nobody should run a cluster with it.
 	disableWriteMerging bool
+	// auditPeriod and auditWorkers are --drift-audit-period and --drift-audit-workers.
+	auditPeriod  time.Duration
+	auditWorkers int
 
 	cfg   *cloudcontrollerconfig.CompletedConfig
 	cloud *provider.Cloud
 	// parts is the node-based load balancer implementation (nil in service-gateway mode, or
-	// when it could not be built).
-	parts *loadbalancer.Parts
+	// when it could not be built); buildOpts what it was built from.
+	parts     *loadbalancer.Parts
+	buildOpts loadbalancer.BuildOptions
 }
 
 // initCloud builds the provider. An invalid azure.json is fatal with the offending key named;
@@ -103,7 +108,7 @@ func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.L
 	if err != nil {
 		return nil, err
 	}
-	w.parts = parts
+	w.parts, w.buildOpts = parts, o
 	migrateBeforeServing(d, parts.LoadBalancer, w.cfg.ComponentConfig.KubeCloudShared.ClusterName)
 	return parts.LoadBalancer, nil
 }
@@ -115,6 +120,21 @@ func (w *wiring) nodeLoadBalancer() *loadbalancer.Parts {
 		return nil
 	}
 	return w.parts
+}
+
+// auditor is the drift audit's view of the node-based load balancer implementation (nil when
+// there is none).
+func (w *wiring) auditor() (driftaudit.Auditor, error) {
+	p := w.nodeLoadBalancer()
+	if p == nil {
+		return nil, nil
+	}
+	// Checks and repairs run in turn, each on a twin: as many twins as the larger of the two.
+	a, err := loadbalancer.NewAuditor(w.buildOpts, p.LoadBalancer, max(w.auditWorkers, driftaudit.DefaultRepairs))
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // controllers are the CCM's own controllers, each started with exactly what it uses.
@@ -131,6 +151,10 @@ func (w *wiring) controllers() []controllers.Controller {
 				d.Placer = p.Placer
 			}
 			return localpools.Start(ctx, cc, d)
+		}},
+		{Name: driftaudit.Name, ClientName: "drift-audit-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			return driftaudit.Start(ctx, cc, driftaudit.Deps{Period: w.auditPeriod, Workers: w.auditWorkers,
+				Repairs: driftaudit.DefaultRepairs, Auditor: w.auditor})
 		}},
 		{Name: pvzones.Name, ClientName: "pv-zone-labels-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
 			return pvzones.Start(ctx, cc, pvzones.Deps{Disks: disks.NewClient(w.cloud.Clients), Location: w.cloud.Config.Location})

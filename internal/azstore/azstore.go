@@ -108,7 +108,13 @@ func (s *LoadBalancer) Delete(ctx context.Context, etag string) error {
 // OnlyChildChanged implements writer.ChildStore: work differs from cur in the backend pool pool
 // alone. The comparison skips the pool by position, so it costs no copy of the load balancer.
 func (s *LoadBalancer) OnlyChildChanged(cur, work *armnetwork.LoadBalancer, pool string) bool {
-	if s.Pools == nil || cur.Properties == nil || work.Properties == nil {
+	return s.Pools != nil && OnlyPoolChanged(cur, work, pool)
+}
+
+// OnlyPoolChanged reports whether work differs from cur in the backend pool pool alone (and
+// the pool exists in both): a batch that can be written with the pool's own API.
+func OnlyPoolChanged(cur, work *armnetwork.LoadBalancer, pool string) bool {
+	if cur.Properties == nil || work.Properties == nil {
 		return false
 	}
 	ci, wi := poolIndex(cur, pool), poolIndex(work, pool)

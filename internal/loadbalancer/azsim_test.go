@@ -43,6 +43,8 @@ type env struct {
 	// endpoints answers the placer's EndpointNodes (nil: not known).
 	endpoints multislb.EndpointNodesFunc
 	cfg       *config.Config
+	// buildOpts are the options of the last build (the auditor's twins are built with them).
+	buildOpts BuildOptions
 }
 
 // build assembles the implementation on the env's azsim, as the CCM does (a fresh writer set:
@@ -57,7 +59,7 @@ func (e *env) build(t *testing.T, o BuildOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.lb, e.placer = parts.LoadBalancer, parts.Placer
+	e.lb, e.placer, e.buildOpts = parts.LoadBalancer, parts.Placer, o
 }
 
 func newEnv(t *testing.T, poolType string) *env {

@@ -3,13 +3,13 @@ package loadbalancer
 import (
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
@@ -21,6 +21,9 @@ import (
 type Parts struct {
 	LoadBalancer *LoadBalancer
 	Placer       *multislb.Placer
+	// Writers are the writers it writes through (BuildOptions.Writers, or their dry-run
+	// wrapping).
+	Writers *writers.Set
 }
 
 // BuildOptions are everything the node-based implementation is assembled from. Config,
@@ -28,9 +31,9 @@ type Parts struct {
 type BuildOptions struct {
 	Config       *config.Config
 	Writers      *writers.Set
-	PublicIPs    *arm.ListCache[*armnetwork.PublicIPAddress]
-	PrivateLinks *arm.ListCache[*armnetwork.PrivateLinkService]
-	// Kube records private link service aliases on services (optional).
+	PublicIPs    dryrun.PublicIPLists
+	PrivateLinks dryrun.PrivateLinkLists
+	// Kube records private link service aliases on services (optional; never in a dry run).
 	Kube     kubernetes.Interface
 	Zones    []string
 	Recorder record.EventRecorder
@@ -45,14 +48,22 @@ type BuildOptions struct {
 	// EndpointNodes names the nodes of a Local service's ready endpoints (several load
 	// balancers only).
 	EndpointNodes multislb.EndpointNodesFunc
+	// DryRun, when set, builds an implementation that writes nothing: Writers, PublicIPs and PrivateLinks
+	// are read through the recorder, which records every write (the drift audit's detector and
+	// the plan command).
+	DryRun *dryrun.Recorder
 }
 
 // Build assembles the backends of the configured pool type, the placer when several load
 // balancers are configured, and the LoadBalancer on top of them.
 func Build(o BuildOptions) (*Parts, error) {
+	if o.DryRun != nil {
+		o.Writers, o.PublicIPs, o.PrivateLinks = dryrun.NewSet(o.Writers, o.DryRun), o.DryRun.PublicIPs(o.PublicIPs), o.DryRun.PrivateLinks(o.PrivateLinks)
+		o.Kube = nil
+	}
 	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, PrivateLinks: o.PrivateLinks, Kube: o.Kube,
-		Zones: o.Zones, Recorder: o.Recorder, Services: o.Services}
-	parts := &Parts{}
+		Zones: o.Zones, Recorder: o.Recorder, Services: o.Services, DryRun: o.DryRun != nil}
+	parts := &Parts{Writers: o.Writers}
 	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
 		// Several load balancers need IP-based pools (the configuration is validated so).
 		pools := backends.NewNodeIP(o.Config, o.Writers, o.PoolEntries)

@@ -14,7 +14,21 @@ import (
 
 // EnsureLoadBalancerDeleted removes everything of the service: NSG destinations, frontends,
 // rules and probes (and the load balancer when it becomes empty), and its managed public IPs.
+//
+// It holds the service's lock: a drift audit repairing the service either finished its writes
+// before (and they are removed here) or starts after and finds the service gone.
 func (l *LoadBalancer) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+	unlock, err := l.locks.lock(ctx, svc.UID)
+	if err != nil {
+		return fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	defer unlock()
+	return l.deleteService(ctx, clusterName, svc)
+}
+
+// deleteService is EnsureLoadBalancerDeleted with the service's lock held (or on a dry-run
+// implementation).
+func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, svc *v1.Service) error {
 	c := l.cluster(clusterName)
 	s := plan.Lenient(svc)
 	svcName := s.LBName()

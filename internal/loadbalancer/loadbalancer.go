@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
@@ -41,10 +41,10 @@ type Options struct {
 	Writers *writers.Set
 	// PublicIPs is the public IP list cache (one LIST per resource group), kept current by the
 	// writes made here.
-	PublicIPs *arm.ListCache[*armnetwork.PublicIPAddress]
+	PublicIPs dryrun.PublicIPLists
 	// PrivateLinks is the private link service list cache (one LIST per resource group), kept
 	// current by the writes made here.
-	PrivateLinks *arm.ListCache[*armnetwork.PrivateLinkService]
+	PrivateLinks dryrun.PrivateLinkLists
 	// Kube records the private link service alias on services (optional).
 	Kube kubernetes.Interface
 	// Zones of the region, for zone-redundant public IPs and internal frontends.
@@ -58,6 +58,9 @@ type Options struct {
 	Backends backends.Backends
 	// Multi places services and nodes on several load balancers; nil with one load balancer.
 	Multi *multislb.Placer
+	// DryRun says that Writers record instead of writing (package dryrun): the implementation
+	// then counts nothing in the metrics of real writes.
+	DryRun bool
 }
 
 // LoadBalancer implements cloudprovider.LoadBalancer.
@@ -68,6 +71,9 @@ type LoadBalancer struct {
 	nsgs  *writer.Registry[armnetwork.SecurityGroup]
 	pips  *writer.Registry[armnetwork.PublicIPAddress]
 	multi *multislb.Placer
+	// locks serialises the writes made for one service (by UID): a reconcile, the drift
+	// audit's repair and the deletion never interleave.
+	locks *serviceLocks
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -79,7 +85,7 @@ func New(o Options) (*LoadBalancer, error) {
 	}
 	registerMetrics()
 	return &LoadBalancer{cfg: o.Config, opts: o, lbs: o.Writers.LoadBalancers, nsgs: o.Writers.SecurityGroups,
-		pips: o.Writers.PublicIPs, multi: o.Multi}, nil
+		pips: o.Writers.PublicIPs, multi: o.Multi, locks: newServiceLocks()}, nil
 }
 
 // GetLoadBalancerName is the existing provider's name: "a" + UID without dashes, 32 characters.

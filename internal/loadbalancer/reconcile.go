@@ -22,6 +22,17 @@ func (l *LoadBalancer) EnsureLoadBalancer(ctx context.Context, clusterName strin
 	if !plan.ServedHere(svc) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
+	unlock, err := l.locks.lock(ctx, svc.UID)
+	if err != nil {
+		return nil, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	defer unlock()
+	return l.ensureService(ctx, clusterName, svc, nodes)
+}
+
+// ensureService is EnsureLoadBalancer with the service's lock held (or on a dry-run
+// implementation, where nothing is written).
+func (l *LoadBalancer) ensureService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	s, err := l.parse(svc)
 	if err != nil {
 		return nil, err
@@ -74,7 +85,9 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 	}
 	if s.LocalPool {
 		res, err := l.multi.WriteLocalPool(ctx, c, lb, s, nodes)
-		multislb.CountLocalSync("node_sync", res, err)
+		if !l.opts.DryRun {
+			multislb.CountLocalSync("node_sync", res, err)
+		}
 		if err != nil {
 			return fmt.Errorf("service %s: %w", s.Key(), err)
 		}
@@ -250,7 +263,9 @@ func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	}
 	if s.LocalPool {
 		res, err := l.multi.WriteLocalPool(ctx, c, lb, s, nodes)
-		multislb.CountLocalSync("reconcile", res, err)
+		if !l.opts.DryRun {
+			multislb.CountLocalSync("reconcile", res, err)
+		}
 		if err != nil {
 			return nil, err
 		}

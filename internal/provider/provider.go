@@ -270,10 +270,15 @@ func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
 // Routes is available when routeTableName is configured.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	return c.RoutesOn(c.Writers)
+}
+
+// RoutesOn is Routes writing through set (the plan command's dry-run writers).
+func (c *Cloud) RoutesOn(set *writers.Set) (cloudprovider.Routes, bool) {
 	if c.Config.RouteTableName == "" {
 		return nil, false
 	}
-	return &routeProvider{c: c, table: c.Writers.RouteTables.For(
+	return &routeProvider{c: c, table: set.RouteTables.For(
 		azureid.RouteTable(c.Config.NetworkSubscriptionID(), c.Config.RouteTableRG(), c.Config.RouteTableName))}, true
 }
 

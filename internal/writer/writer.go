@@ -202,6 +202,12 @@ func (w *Writer[T]) Peek(ctx context.Context) (*T, error) {
 	return obj, err
 }
 
+// PeekETag is Peek with the model's ETag ("" when the resource does not exist).
+func (w *Writer[T]) PeekETag(ctx context.Context) (*T, string, error) {
+	obj, etag, _, err := w.readShared(ctx)
+	return obj, etag, err
+}
+
 // CachedETag returns the ETag of the cached model while the cache is fresh ("" and true when the
 // resource is known not to exist), without copying the model: callers use it to tell that
 // nothing changed since they last looked.
@@ -395,6 +401,12 @@ func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
 }
 
 func (w *Writer[T]) remember(obj *T, etag string) {
+	if w.opts.CacheTTL <= 0 {
+		w.mu.Lock()
+		w.gen++ // nothing is cached: no copy either
+		w.mu.Unlock()
+		return
+	}
 	w.mu.Lock()
 	w.cached, w.cache, w.cacheETag, w.cacheAt = true, w.opts.Clone(obj), etag, w.opts.Now()
 	w.gen++
@@ -403,6 +415,9 @@ func (w *Writer[T]) remember(obj *T, etag string) {
 
 // rememberIf caches a read's result unless the cache changed since the read was sent.
 func (w *Writer[T]) rememberIf(obj *T, etag string, gen uint64) {
+	if w.opts.CacheTTL <= 0 {
+		return
+	}
 	c := w.opts.Clone(obj)
 	w.mu.Lock()
 	if w.gen == gen {

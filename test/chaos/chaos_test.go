@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// TestChaos is `make chaos`: 30 minutes by default with 10% ARM faults and a CCM restart every
-// three minutes, on a seed from the clock unless CHAOS_SEED is set. Every CHAOS_* variable of
+// TestChaos is `make chaos`: 30 minutes by default with 10% ARM faults, one step in ten a third
+// party's edit of a service's Azure objects and a CCM restart every three minutes, on a seed from the clock unless CHAOS_SEED is set. Every CHAOS_* variable of
 // OptionsFromEnv applies.
 func TestChaos(t *testing.T) {
 	Run(t, OptionsFromEnv(t, Options{
@@ -19,5 +19,6 @@ func TestChaos(t *testing.T) {
 		MaxServices:     40,
 		Nodes:           10,
 		ConvergeTimeout: 10 * time.Minute,
+		DriftPercent:    10,
 	}))
 }

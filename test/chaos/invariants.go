@@ -206,11 +206,36 @@ func checkLB(name string, doc map[string]any, svcs []corev1.Service, eligible []
 	if missing, extra := diff(keys(wantFE), haveFE); len(missing)+len(extra) > 0 {
 		fail("%s frontends: missing %v, orphaned %v", name, missing, extra)
 	}
+	// A public frontend carries its service's public IP (a third party may have pointed it
+	// elsewhere: the drift audit puts it back).
+	for _, fe := range arr(doc, "properties", "frontendIPConfigurations") {
+		pip := str(fe, "properties", "publicIPAddress", "id")
+		if pip == "" {
+			continue
+		}
+		for _, s := range svcs {
+			lbName := naming.ServiceLBName(s.UID)
+			if str(fe, "name") != naming.FrontendName(lbName, "", false, naming.IPv4) {
+				continue
+			}
+			want := naming.PublicIPName(clusterName, lbName, "", false, naming.IPv4)
+			if s.Annotations[annPIPName] == userPIPName {
+				want = userPIPName
+			}
+			if !strings.EqualFold(pip[strings.LastIndex(pip, "/")+1:], want) {
+				fail("%s frontend %s of %s uses public IP %s, want %s", name, str(fe, "name"), s.Name, pip, want)
+			}
+		}
+	}
 	probes := map[string]bool{}
 	for _, p := range arr(doc, "properties", "probes") {
 		probes[strings.ToLower(str(p, "id"))] = true
 		if !ownedByAny(str(p, "name"), svcs) {
 			fail("%s: orphaned probe %s", name, str(p, "name"))
+		}
+		// The services have no probe annotations: the default interval.
+		if got := num(p, "properties", "intervalInSeconds"); got != 5 {
+			fail("%s probe %s interval %d s, want 5", name, str(p, "name"), got)
 		}
 	}
 	rules := arr(doc, "properties", "loadBalancingRules")

@@ -45,10 +45,13 @@ type Options struct {
 	ConvergeTimeout time.Duration
 	// PoolType is azure.json's loadBalancerBackendPoolConfigurationType.
 	PoolType string
+	// DriftPercent is the share of steps (0–100) that make a third party's edit of a service's
+	// Azure objects (azsim drift), which the CCM's drift audit must repair.
+	DriftPercent int
 }
 
 // OptionsFromEnv overrides defaults with CHAOS_SEED, CHAOS_DURATION, CHAOS_FAULT_RATE,
-// CHAOS_RESTART_EVERY, CHAOS_MAX_SERVICES, CHAOS_NODES, CHAOS_POOL_TYPE.
+// CHAOS_RESTART_EVERY, CHAOS_MAX_SERVICES, CHAOS_NODES, CHAOS_POOL_TYPE, CHAOS_DRIFT_PERCENT.
 func OptionsFromEnv(t *testing.T, o Options) Options {
 	env := func(k string) string { return os.Getenv("CHAOS_" + k) }
 	var err error
@@ -69,7 +72,7 @@ func OptionsFromEnv(t *testing.T, o Options) Options {
 			t.Fatalf("CHAOS_FAULT_RATE: %v", err)
 		}
 	}
-	for k, n := range map[string]*int{"MAX_SERVICES": &o.MaxServices, "NODES": &o.Nodes} {
+	for k, n := range map[string]*int{"MAX_SERVICES": &o.MaxServices, "NODES": &o.Nodes, "DRIFT_PERCENT": &o.DriftPercent} {
 		if v := env(k); v != "" {
 			if *n, err = strconv.Atoi(v); err != nil {
 				t.Fatalf("CHAOS_%s: %v", k, err)
@@ -81,6 +84,10 @@ func OptionsFromEnv(t *testing.T, o Options) Options {
 	}
 	return o
 }
+
+// driftAuditPeriod is the CCM's --drift-audit-period in chaos runs: short, so that drift made
+// late in the run is repaired within the convergence wait.
+const driftAuditPeriod = 5 * time.Second
 
 const (
 	namespace    = "chaos"
@@ -132,8 +139,8 @@ func Run(t *testing.T, o Options) {
 		"loadBalancerCacheTTLInSeconds":            5,
 	}})
 	r := &run{t: t, o: o, e: e, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), ops: map[string]int{}}
-	t.Logf("chaos: seed %d (replay with CHAOS_SEED=%d), duration %s, fault rate %.2f, restart every %s, %d nodes, ≤%d services, %s pools",
-		o.Seed, o.Seed, o.Duration, o.FaultRate, o.RestartEvery, o.Nodes, o.MaxServices, o.PoolType)
+	t.Logf("chaos: seed %d (replay with CHAOS_SEED=%d), duration %s, fault rate %.2f, restart every %s, %d nodes, ≤%d services, %s pools, %d%% drift steps",
+		o.Seed, o.Seed, o.Duration, o.FaultRate, o.RestartEvery, o.Nodes, o.MaxServices, o.PoolType, o.DriftPercent)
 
 	ctx := context.Background()
 	user := seedUserResources(t, e)
@@ -143,7 +150,8 @@ func Run(t *testing.T, o Options) {
 	if _, err := framework.CreateNodes(ctx, e.Kube, framework.NodeOptions{ProviderID: true}, e.Machines...); err != nil {
 		t.Fatal(err)
 	}
-	r.args = []string{"--controllers=service,cloud-node,cloud-node-lifecycle", "--concurrent-service-syncs=10", "--node-monitor-period=5s"}
+	r.args = []string{"--controllers=service,cloud-node,cloud-node-lifecycle,drift-audit", "--concurrent-service-syncs=10", "--node-monitor-period=5s",
+		"--drift-audit-period=" + driftAuditPeriod.String()}
 	e.StartCCM(r.args...)
 	for _, m := range e.Machines {
 		e.WaitFor("node "+m.NodeName+" initialised", e.NodeInitialized(m.NodeName), 2*time.Minute)
@@ -181,8 +189,8 @@ func Run(t *testing.T, o Options) {
 		return last == nil, last
 	}, o.ConvergeTimeout)
 	stats, _ := e.Azsim.Stats(ctx)
-	t.Logf("chaos: converged %s after the faults stopped; operations %s; restarts %d; faults hit %s; ARM requests %s",
-		time.Since(converge).Round(time.Second), formatCounts(r.ops), r.restarts, formatCounts(hits), summarizeStats(stats))
+	t.Logf("chaos: converged %s after the faults stopped; operations %s; restarts %d; faults hit %s; ARM requests %s; drift audit since the last restart: %s",
+		time.Since(converge).Round(time.Second), formatCounts(r.ops), r.restarts, formatCounts(hits), summarizeStats(stats), driftRepairs(ctx, r))
 }
 
 // injectFaults adds one rule per fault kind, each with a quarter of the fault rate.
@@ -233,6 +241,11 @@ func (r *run) step(ctx context.Context) {
 		return
 	}
 	n := len(svcs.Items)
+	// No random draw without drift: the runs of seeds from before drift steps replay as they were.
+	if n > 0 && r.o.DriftPercent > 0 && r.rng.IntN(100) < r.o.DriftPercent {
+		r.injectDrift(ctx, svcs.Items)
+		return
+	}
 	switch p := r.rng.IntN(100); {
 	case p < 35 && n < r.o.MaxServices, n == 0:
 		r.createService(ctx)

@@ -8,7 +8,8 @@ import (
 )
 
 // TestChaosShort is the variant `make test` runs: a minute of random service and node changes
-// with 10% ARM faults and two CCM restarts, on a fixed seed (CHAOS_* overrides, e.g. a seed a
+// (one step in ten a third party's edit of a service's Azure objects) with 10% ARM faults and
+// two CCM restarts, on a fixed seed (CHAOS_* overrides, e.g. a seed a
 // long run reported).
 func TestChaosShort(t *testing.T) {
 	Run(t, OptionsFromEnv(t, Options{
@@ -19,5 +20,6 @@ func TestChaosShort(t *testing.T) {
 		MaxServices:     10,
 		Nodes:           4,
 		ConvergeTimeout: 6 * time.Minute,
+		DriftPercent:    10,
 	}))
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 )
@@ -32,6 +33,9 @@ type (
 	VMAction     = control.VMAction
 	// ConnectionAction is a private endpoint connection decision.
 	ConnectionAction = control.ConnectionAction
+	// DriftRequest is a third party's edit of a resource; DriftResult what it wrote.
+	DriftRequest = drift.Request
+	DriftResult  = drift.Result
 )
 
 // Client is a control API client.
@@ -237,6 +241,14 @@ func (c *Client) VMAction(ctx context.Context, id, action string) error {
 // private endpoint connection of a private link service by its ID, as the service's owner.
 func (c *Client) ConnectionAction(ctx context.Context, id, action, description string) error {
 	return c.call(ctx, http.MethodPost, "/private-endpoint-connection", ConnectionAction{ID: id, Action: action, Description: description}, nil)
+}
+
+// Drift applies a third party's edit (delete a rule, change a probe, remove an NSG rule or a
+// pool member, change a frontend's public IP) through ARM, as another client would.
+func (c *Client) Drift(ctx context.Context, r DriftRequest) (DriftResult, error) {
+	var out DriftResult
+	err := c.call(ctx, http.MethodPost, "/drift", r, &out)
+	return out, err
 }
 
 // IsNotFound reports whether err is a 404 from the control API.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 )
@@ -72,9 +73,11 @@ type API struct {
 	VMAction func(ctx context.Context, a VMAction) error
 	// ConnectionAction approves, rejects or removes a private endpoint connection.
 	ConnectionAction func(ctx context.Context, a ConnectionAction) error
-	SetDefaultVM     func(string)
-	DefaultVM        func() string
-	Info             func() Info
+	// Drift applies a third party's edit through the ARM engine (package drift).
+	Drift        func(ctx context.Context, r drift.Request) (drift.Result, error)
+	SetDefaultVM func(string)
+	DefaultVM    func() string
+	Info         func() Info
 }
 
 // Register adds the routes to mux.
@@ -168,6 +171,18 @@ func (a *API) Register(mux *http.ServeMux) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+p+"/drift", func(w http.ResponseWriter, r *http.Request) {
+		var req drift.Request
+		if !readJSON(w, r, &req) {
+			return
+		}
+		res, err := a.Drift(r.Context(), req)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/compute"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/identity"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/imds"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
@@ -249,6 +250,7 @@ func (s *Server) mainHandler() http.Handler {
 		Reset:            s.Reset,
 		VMAction:         s.VMAction,
 		ConnectionAction: s.ConnectionAction,
+		Drift:            s.Drift,
 		SetDefaultVM:     s.imds.SetDefaultVM,
 		DefaultVM:        s.imds.DefaultVM,
 		Info:             s.Info,
@@ -365,6 +367,12 @@ func (s *Server) ConnectionAction(ctx context.Context, a control.ConnectionActio
 		return topology.Do(ctx, s.engine, http.MethodDelete, a.ID, topology.NetworkAPIVersion, nil, opts)
 	}
 	return fmt.Errorf("private endpoint connection action %q: use approve, reject or remove", a.Action)
+}
+
+// Drift applies a third party's edit (a rule deleted, a probe changed …) through the ARM
+// engine in-process, as another client would: no fault, latency or request counter applies.
+func (s *Server) Drift(ctx context.Context, r drift.Request) (drift.Result, error) {
+	return drift.Apply(ctx, s.engine, r)
 }
 
 // Info describes the server.

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -84,4 +85,43 @@ func NodeAddresses(n *v1.Node, fam naming.Family) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// toBeDeletedTaint is the cluster autoscaler's taint; the service controller leaves such nodes
+// out of load balancers.
+const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+// ServiceControllerNodes are the nodes the service controller passes to EnsureLoadBalancer (its "stable
+// node set"): not being deleted, not labelled node.kubernetes.io/exclude-from-external-load-
+// balancers (any value but a false boolean), not tainted for deletion by the cluster
+// autoscaler. Whoever reconciles a service outside the service controller (the drift
+// audit, the plan command) must use the same nodes, or it would fight the service controller
+// over pool members.
+func ServiceControllerNodes(nodes []*v1.Node) []*v1.Node {
+	var out []*v1.Node
+	for _, n := range nodes {
+		if n.DeletionTimestamp != nil || excluded(n) || autoscalerDeleting(n) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func excluded(n *v1.Node) bool {
+	v, ok := n.Labels[v1.LabelNodeExcludeBalancers]
+	if !ok {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	return err != nil || b
+}
+
+func autoscalerDeleting(n *v1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == toBeDeletedTaint {
+			return true
+		}
+	}
+	return false
 }

@@ -20,9 +20,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
@@ -54,7 +54,7 @@ type Options struct {
 	Pools *backends.NodeIP
 	// PrivateLinks lists the private link services (placement keeps a service asking for one
 	// off a load balancer that has Azure's maximum already; optional).
-	PrivateLinks *arm.ListCache[*armnetwork.PrivateLinkService]
+	PrivateLinks dryrun.PrivateLinkLists
 	// Recorder receives the placement events (optional).
 	Recorder record.EventRecorder
 	// Services lists services, to move the services sharing a frontend together (optional).

@@ -1,0 +1,282 @@
+package driftaudit
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/azure-ccm/azure-ccm/internal/changes"
+	"github.com/azure-ccm/azure-ccm/internal/dryrun"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
+)
+
+func svc(name, uid string, mod ...func(*v1.Service)) *v1.Service {
+	s := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid), ResourceVersion: "1",
+			Finalizers: []string{servicehelper.LoadBalancerCleanupFinalizer}},
+		Spec:   v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer},
+		Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "203.0.113.1"}}}},
+	}
+	for _, m := range mod {
+		m(s)
+	}
+	return s
+}
+
+func TestOwnedAndConfirmed(t *testing.T) {
+	now := metav1.Now()
+	other := "example.com/lb"
+	ours := "service.k8s.io/azure"
+	for _, c := range []struct {
+		name string
+		svc  *v1.Service
+		want string
+	}{
+		{"served", svc("a", "1"), ""},
+		{"our class", svc("a", "1", func(s *v1.Service) { s.Spec.LoadBalancerClass = &ours }), ""},
+		{"being deleted", svc("a", "1", func(s *v1.Service) { s.DeletionTimestamp = &now }), SkipDeleting},
+		{"ClusterIP", svc("a", "1", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeClusterIP }), SkipNotLB},
+		{"another class", svc("a", "1", func(s *v1.Service) { s.Spec.LoadBalancerClass = &other }), SkipElsewhere},
+		{"no finalizer", svc("a", "1", func(s *v1.Service) { s.Finalizers = nil }), SkipNoFinalizer},
+		{"no ingress yet", svc("a", "1", func(s *v1.Service) { s.Status.LoadBalancer.Ingress = nil }), SkipNoIngress},
+	} {
+		if got := Owned(c.svc); got != c.want {
+			t.Errorf("Owned(%s) = %q, want %q", c.name, got, c.want)
+		}
+	}
+	audited := svc("a", "1")
+	for _, c := range []struct {
+		name string
+		live *v1.Service
+		want string
+	}{
+		{"same", svc("a", "1", func(s *v1.Service) { s.ResourceVersion = "2" }), ""},
+		{"gone", nil, SkipGone},
+		{"recreated", svc("a", "2"), SkipRecreated},
+		{"deleting", svc("a", "1", func(s *v1.Service) { s.DeletionTimestamp = &now }), SkipDeleting},
+		{"type changed", svc("a", "1", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort }), SkipNotLB},
+	} {
+		if got := Confirmed(audited, c.live); got != c.want {
+			t.Errorf("Confirmed(%s) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func node(name string, mod ...func(*v1.Node)) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1", Labels: map[string]string{"a": "b"}},
+		Spec:   v1.NodeSpec{ProviderID: "azure:///x/" + name},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}}}
+	for _, m := range mod {
+		m(n)
+	}
+	return n
+}
+
+func TestFingerprint(t *testing.T) {
+	svcs := []*v1.Service{svc("a", "1"), svc("b", "2")}
+	nodes := []*v1.Node{node("n1"), node("n2")}
+	base := Fingerprint("azure", svcs, nodes)
+	for _, c := range []struct {
+		name  string
+		fp    string
+		moved bool
+	}{
+		{"same inputs, other order", Fingerprint("azure", []*v1.Service{svcs[1], svcs[0]}, []*v1.Node{nodes[1], nodes[0]}), false},
+		{"node heartbeat (resourceVersion, conditions)", Fingerprint("azure", svcs, []*v1.Node{node("n1", func(n *v1.Node) {
+			n.ResourceVersion = "9"
+			n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+		}), nodes[1]}), false},
+		{"Azure changed", Fingerprint("azure2", svcs, nodes), true},
+		{"service changed", Fingerprint("azure", []*v1.Service{svc("a", "1", func(s *v1.Service) { s.ResourceVersion = "2" }), svcs[1]}, nodes), true},
+		{"service gone", Fingerprint("azure", svcs[:1], nodes), true},
+		{"node label", Fingerprint("azure", svcs, []*v1.Node{node("n1", func(n *v1.Node) { n.Labels["x"] = "y" }), nodes[1]}), true},
+		{"node taint", Fingerprint("azure", svcs, []*v1.Node{node("n1", func(n *v1.Node) { n.Spec.Taints = []v1.Taint{{Key: "t"}} }), nodes[1]}), true},
+		{"node address", Fingerprint("azure", svcs, []*v1.Node{node("n1", func(n *v1.Node) { n.Status.Addresses[0].Address = "10.0.0.9" }), nodes[1]}), true},
+		{"node added", Fingerprint("azure", svcs, append(nodes, node("n3"))), true},
+	} {
+		if moved := c.fp != base; moved != c.moved {
+			t.Errorf("%s: fingerprint moved = %v, want %v", c.name, moved, c.moved)
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	lb := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
+	nsg := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg"
+	ws := []dryrun.Write{
+		{ResourceType: dryrun.TypeLoadBalancer, ID: lb, Op: dryrun.Update, Changes: []changes.Change{
+			{Collection: "loadBalancingRules", Name: "a1-TCP-80", Op: changes.Added},
+			{Collection: "probes", Name: "a1-TCP-80", Op: changes.Changed, Fields: []changes.Field{{Path: "properties.intervalInSeconds", Old: "10", New: "5"}}},
+		}},
+		{ResourceType: dryrun.TypeSecurityGroup, ID: nsg, Op: dryrun.Update, Changes: []changes.Change{{Collection: "securityRules", Name: "allow", Op: changes.Added}}},
+		{ResourceType: dryrun.TypePublicIP, ID: "/x/publicIPAddresses/p", Op: dryrun.Create},
+	}
+	want := "load balancer kubernetes: loadBalancingRules a1-TCP-80 added; load balancer kubernetes: probes a1-TCP-80 changed (properties.intervalInSeconds 10 → 5); " +
+		"network security group nsg: securityRules allow added; public IP p created"
+	if got := Summary(ws); got != want {
+		t.Errorf("Summary =\n%s\nwant\n%s", got, want)
+	}
+	got := countKinds(ws)
+	if got["rule"] != 1 || got["probe"] != 1 || got["nsg_rule"] != 1 || got["public_ip"] != 1 || len(got) != 4 {
+		t.Errorf("countKinds = %v", got)
+	}
+	var many []dryrun.Write
+	for range 10 {
+		many = append(many, dryrun.Write{ResourceType: dryrun.TypeLoadBalancer, ID: lb, Op: dryrun.Update,
+			Changes: []changes.Change{{Collection: "probes", Name: "p" + string(rune('a'+len(many))), Op: changes.Added}}})
+	}
+	if s := Summary(many); !strings.HasSuffix(s, "; and 4 more") {
+		t.Errorf("long summary not cut: %s", s)
+	}
+}
+
+// fakeAuditor returns scripted results: drift for the services named in drifted, whose
+// confirm it calls as the real auditor does.
+type fakeAuditor struct {
+	mu      sync.Mutex
+	azure   string
+	drifted map[string]bool
+	fail    map[string]error
+	// repairErr fails the repair of a service.
+	repairErr map[string]error
+	audits    int
+	live      map[string]*v1.Service // what confirm returned, by name
+	skipped   map[string]string
+}
+
+func (f *fakeAuditor) Refresh(context.Context, string, []*v1.Service) (string, error) {
+	return f.azure, nil
+}
+
+func (f *fakeAuditor) drift(s *v1.Service) []dryrun.Write {
+	return []dryrun.Write{{ResourceType: dryrun.TypeLoadBalancer, ID: "/x/loadBalancers/kubernetes", Op: dryrun.Update,
+		Changes: []changes.Change{{Collection: "loadBalancingRules", Name: s.Name + "-TCP-80", Op: changes.Added}}}}
+}
+
+func (f *fakeAuditor) Check(_ context.Context, _ string, s *v1.Service, _ []*v1.Node) ([]dryrun.Write, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.audits++
+	if err := f.fail[s.Name]; err != nil {
+		return nil, err
+	}
+	if f.drifted[s.Name] {
+		return f.drift(s), nil
+	}
+	return nil, nil
+}
+
+func (f *fakeAuditor) Repair(ctx context.Context, _ string, s *v1.Service, _ []*v1.Node, confirm loadbalancer.Confirm) (loadbalancer.AuditResult, error) {
+	drift := f.drift(s)
+	live, skip, err := confirm(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		return loadbalancer.AuditResult{Drift: drift}, err
+	}
+	if live == nil {
+		f.skipped[s.Name] = skip
+		return loadbalancer.AuditResult{Drift: drift, Skipped: skip}, nil
+	}
+	f.live[s.Name] = live
+	if err := f.repairErr[s.Name]; err != nil {
+		return loadbalancer.AuditResult{Drift: drift}, err
+	}
+	return loadbalancer.AuditResult{Drift: drift, Repaired: true}, nil
+}
+
+func TestPass(t *testing.T) {
+	web, api, gone := svc("web", "1"), svc("api", "2"), svc("gone", "3")
+	pending := svc("pending", "4", func(s *v1.Service) { s.Status.LoadBalancer.Ingress = nil })
+	kube := fake.NewClientset(web, api) // "gone" was deleted from the API server already
+	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, s := range []*v1.Service{web, api, gone, pending} {
+		_ = svcIdx.Add(s)
+	}
+	nodeIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = nodeIdx.Add(node("n1"))
+	a := &fakeAuditor{azure: "etags-1", drifted: map[string]bool{}, fail: map[string]error{}, live: map[string]*v1.Service{}, skipped: map[string]string{},
+		repairErr: map[string]error{}}
+	rec := record.NewFakeRecorder(10)
+	c, err := New(Options{ClusterName: "kubernetes", Auditor: a, Kube: kube, Services: corelisters.NewServiceLister(svcIdx),
+		Nodes: corelisters.NewNodeLister(nodeIdx), Recorder: rec, Period: time.Minute, FullEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	// In step: every owned service planned (not the one still provisioning), nothing else.
+	if r := c.Pass(ctx); r.Audited != 3 || r.Drifted != 0 || r.Unchanged {
+		t.Fatalf("first pass %+v", r)
+	}
+	// Nothing moved: nothing planned, until a full pass is due.
+	for i := range 3 {
+		if r := c.Pass(ctx); !r.Unchanged {
+			t.Fatalf("pass %d with nothing changed: %+v", i, r)
+		}
+	}
+	if r := c.Pass(ctx); r.Unchanged || r.Audited != 3 {
+		t.Fatalf("the full pass after 3 unchanged ones: %+v", r)
+	}
+	if a.audits != 6 {
+		t.Errorf("%d audits, want 6 (two full passes)", a.audits)
+	}
+
+	// Azure drifted for web and gone: web is repaired (the live object is used), gone is not.
+	a.azure = "etags-2"
+	a.drifted["web"], a.drifted["gone"] = true, true
+	a.fail["api"] = errors.New("invalid annotation")
+	r := c.Pass(ctx)
+	if r.Drifted != 2 || r.Repaired != 1 || r.Skipped != 1 || r.Errors != 1 {
+		t.Fatalf("pass with drift %+v", r)
+	}
+	if a.live["web"] == nil || a.skipped["gone"] != SkipGone {
+		t.Errorf("confirm: live %v, skipped %v", a.live, a.skipped)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "Normal "+ReasonDriftRepaired) || !strings.Contains(ev, "loadBalancingRules web-TCP-80 added") {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Error("no DriftRepaired event")
+	}
+	select {
+	case ev := <-rec.Events:
+		t.Errorf("unexpected event %q", ev)
+	default:
+	}
+	// A pass with drift is never the reference of "unchanged".
+	a.drifted = map[string]bool{}
+	delete(a.fail, "api")
+	if r := c.Pass(ctx); r.Unchanged {
+		t.Error("the pass after drift was skipped")
+	}
+
+	// A repair that fails: a Warning event naming the drift and the error.
+	a.azure = "etags-3"
+	a.drifted["web"], a.repairErr["web"] = true, errors.New("ARM said no")
+	if r := c.Pass(ctx); r.Errors != 1 || r.Repaired != 0 {
+		t.Fatalf("pass with a failed repair %+v", r)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "Warning "+ReasonDriftRepairFailed) || !strings.Contains(ev, "ARM said no") || !strings.Contains(ev, "web-TCP-80") {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Error("no DriftRepairFailed event")
+	}
+}

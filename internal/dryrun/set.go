@@ -1,0 +1,236 @@
+package dryrun
+
+import (
+	"context"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/azstore"
+	"github.com/azure-ccm/azure-ccm/internal/writer"
+	"github.com/azure-ccm/azure-ccm/internal/writers"
+)
+
+// ARM types of the recorded writes.
+const (
+	TypeLoadBalancer   = "Microsoft.Network/loadBalancers"
+	TypeSecurityGroup  = "Microsoft.Network/networkSecurityGroups"
+	TypePublicIP       = "Microsoft.Network/publicIPAddresses"
+	TypeRouteTable     = "Microsoft.Network/routeTables"
+	TypeInterface      = "Microsoft.Network/networkInterfaces"
+	TypeScaleSetVM     = "Microsoft.Compute/virtualMachineScaleSets/virtualMachines"
+	TypeScaleSet       = "Microsoft.Compute/virtualMachineScaleSets"
+	TypePrivateLink    = "Microsoft.Network/privateLinkServices"
+	TypeSubnet         = "Microsoft.Network/virtualNetworks/subnets"
+	typeBackendPoolSub = "backendAddressPools"
+)
+
+// NewSet returns a writer set with one registry per registry of real: its writers batch and
+// apply mutations as real ones do, read through real's writers (and so their caches) and
+// record into r instead of writing. Nothing is cached in the dry-run writers themselves, so
+// they always see the planned state or what real knows.
+func NewSet(real *writers.Set, r *Recorder) *writers.Set {
+	return &writers.Set{
+		LoadBalancers: writer.NewRegistry(func(id string) writer.Store[armnetwork.LoadBalancer] {
+			return &lbStore{store[armnetwork.LoadBalancer]{typ: TypeLoadBalancer, id: id, real: real.LoadBalancers.For(id), rec: r, fill: fillLB}}
+		}, writer.Options[armnetwork.LoadBalancer]{}),
+		SecurityGroups: writer.NewRegistry(func(id string) writer.Store[armnetwork.SecurityGroup] {
+			return &store[armnetwork.SecurityGroup]{typ: TypeSecurityGroup, id: id, real: real.SecurityGroups.For(id), rec: r}
+		}, writer.Options[armnetwork.SecurityGroup]{}),
+		PublicIPs: writer.NewRegistry(func(id string) writer.Store[armnetwork.PublicIPAddress] {
+			return &store[armnetwork.PublicIPAddress]{typ: TypePublicIP, id: id, real: real.PublicIPs.For(id), rec: r, fill: fillPIP}
+		}, writer.Options[armnetwork.PublicIPAddress]{}),
+		RouteTables: writer.NewRegistry(func(id string) writer.Store[armnetwork.RouteTable] {
+			return &store[armnetwork.RouteTable]{typ: TypeRouteTable, id: id, real: real.RouteTables.For(id), rec: r,
+				fill: func(_ *Recorder, id string, t *armnetwork.RouteTable) { setID(&t.ID, &t.Name, id) }}
+		}, writer.Options[armnetwork.RouteTable]{}),
+		Interfaces: writer.NewRegistry(func(id string) writer.Store[armnetwork.Interface] {
+			return &store[armnetwork.Interface]{typ: TypeInterface, id: id, real: real.Interfaces.For(id), rec: r}
+		}, writer.Options[armnetwork.Interface]{}),
+		ScaleSetVMs: writer.NewRegistry(func(id string) writer.Store[armcompute.VirtualMachineScaleSetVM] {
+			return &store[armcompute.VirtualMachineScaleSetVM]{typ: TypeScaleSetVM, id: id, real: real.ScaleSetVMs.For(id), rec: r}
+		}, writer.Options[armcompute.VirtualMachineScaleSetVM]{}),
+		ScaleSets: writer.NewRegistry(func(id string) writer.Store[armcompute.VirtualMachineScaleSet] {
+			return &store[armcompute.VirtualMachineScaleSet]{typ: TypeScaleSet, id: id, real: real.ScaleSets.For(id), rec: r}
+		}, writer.Options[armcompute.VirtualMachineScaleSet]{}),
+		PrivateLinkServices: writer.NewRegistry(func(id string) writer.Store[armnetwork.PrivateLinkService] {
+			return &store[armnetwork.PrivateLinkService]{typ: TypePrivateLink, id: id, real: real.PrivateLinkServices.For(id), rec: r,
+				fill: func(_ *Recorder, id string, p *armnetwork.PrivateLinkService) { setID(&p.ID, &p.Name, id) }}
+		}, writer.Options[armnetwork.PrivateLinkService]{}),
+		Subnets: writer.NewRegistry(func(id string) writer.Store[armnetwork.Subnet] {
+			return &store[armnetwork.Subnet]{typ: TypeSubnet, id: id, real: real.Subnets.For(id), rec: r}
+		}, writer.Options[armnetwork.Subnet]{}),
+	}
+}
+
+// lbStore records pool-only batches as the backend pool writes they would be.
+type lbStore struct {
+	store[armnetwork.LoadBalancer]
+}
+
+var _ writer.ChildStore[armnetwork.LoadBalancer] = (*lbStore)(nil)
+
+// OnlyChildChanged implements writer.ChildStore as the real store does.
+func (s *lbStore) OnlyChildChanged(cur, work *armnetwork.LoadBalancer, pool string) bool {
+	return azstore.OnlyPoolChanged(cur, work, pool)
+}
+
+// PutChild implements writer.ChildStore: records a write of the pool.
+func (s *lbStore) PutChild(ctx context.Context, work *armnetwork.LoadBalancer, pool, _ string) (*armnetwork.LoadBalancer, error) {
+	before, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.rec.record(s.typ, s.id, Update, pool, before, writer.DeepCopy(work), nil); err != nil {
+		return nil, err
+	}
+	return work, nil
+}
+
+func setID(id, name **string, resourceID string) {
+	if *id == nil {
+		*id = to.Ptr(resourceID)
+	}
+	if *name == nil {
+		*name = to.Ptr(resourceID[strings.LastIndex(resourceID, "/")+1:])
+	}
+}
+
+// fillLB sets the IDs ARM gives a load balancer's new children and a placeholder address on
+// new dynamic private frontends.
+func fillLB(r *Recorder, id string, lb *armnetwork.LoadBalancer) {
+	setID(&lb.ID, &lb.Name, id)
+	p := lb.Properties
+	if p == nil {
+		return
+	}
+	child := func(cid **string, name *string, kind string) {
+		if *cid == nil && name != nil {
+			*cid = to.Ptr(id + "/" + kind + "/" + *name)
+		}
+	}
+	for _, f := range p.FrontendIPConfigurations {
+		if f == nil {
+			continue
+		}
+		child(&f.ID, f.Name, "frontendIPConfigurations")
+		if fp := f.Properties; fp != nil && fp.Subnet != nil && (fp.PrivateIPAddress == nil || *fp.PrivateIPAddress == "") {
+			v6 := fp.PrivateIPAddressVersion != nil && *fp.PrivateIPAddressVersion == armnetwork.IPVersionIPv6
+			fp.PrivateIPAddress = to.Ptr(r.placeholder(v6, "private address of new frontend "+deref(f.Name)))
+		}
+	}
+	for _, x := range p.LoadBalancingRules {
+		if x != nil {
+			child(&x.ID, x.Name, "loadBalancingRules")
+		}
+	}
+	for _, x := range p.Probes {
+		if x != nil {
+			child(&x.ID, x.Name, "probes")
+		}
+	}
+	for _, x := range p.BackendAddressPools {
+		if x != nil {
+			child(&x.ID, x.Name, typeBackendPoolSub)
+		}
+	}
+}
+
+// fillPIP sets the ID and, on a new public IP, a placeholder address.
+func fillPIP(r *Recorder, id string, p *armnetwork.PublicIPAddress) {
+	setID(&p.ID, &p.Name, id)
+	if p.Properties == nil {
+		p.Properties = &armnetwork.PublicIPAddressPropertiesFormat{}
+	}
+	if p.Properties.IPAddress == nil || *p.Properties.IPAddress == "" {
+		v6 := p.Properties.PublicIPAddressVersion != nil && *p.Properties.PublicIPAddressVersion == armnetwork.IPVersionIPv6
+		p.Properties.IPAddress = to.Ptr(r.placeholder(v6, "address of new public IP "+deref(p.Name)))
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// Lists is what the load balancer code needs of a list cache (one LIST per resource group,
+// kept current by the writes made).
+type Lists[T any] interface {
+	Get(ctx context.Context, rg string) ([]T, error)
+	Refresh(ctx context.Context, rg string) ([]T, error)
+	Invalidate(rg string)
+	Update(rg string, fn func(items []T) []T)
+}
+
+// PublicIPLists and PrivateLinkLists are the two lists the load balancer code keeps.
+type (
+	PublicIPLists    = Lists[*armnetwork.PublicIPAddress]
+	PrivateLinkLists = Lists[*armnetwork.PrivateLinkService]
+)
+
+// PublicIPs returns real seen through the recorder: the lists as real has them with the
+// planned edits applied. Edits stay in the recorder (dropped by Reset); real is only read.
+func (r *Recorder) PublicIPs(real PublicIPLists) PublicIPLists {
+	return &listOverlay[*armnetwork.PublicIPAddress]{real: real, r: r, kind: "publicIPAddresses"}
+}
+
+// PrivateLinks is PublicIPs for the private link service lists. A nil real stays nil.
+func (r *Recorder) PrivateLinks(real PrivateLinkLists) PrivateLinkLists {
+	if real == nil {
+		return nil
+	}
+	return &listOverlay[*armnetwork.PrivateLinkService]{real: real, r: r, kind: "privateLinkServices"}
+}
+
+type listOverlay[T any] struct {
+	real Lists[T]
+	r    *Recorder
+	kind string
+}
+
+func (l *listOverlay[T]) key(rg string) string { return l.kind + "/" + strings.ToLower(rg) }
+
+func (l *listOverlay[T]) apply(rg string, items []T) []T {
+	l.r.mu.Lock()
+	edits := l.r.listEdits[l.key(rg)]
+	l.r.mu.Unlock()
+	if len(edits) == 0 {
+		return items
+	}
+	out := append([]T(nil), items...)
+	for _, e := range edits {
+		out = e.(func([]T) []T)(out)
+	}
+	return out
+}
+
+func (l *listOverlay[T]) Get(ctx context.Context, rg string) ([]T, error) {
+	items, err := l.real.Get(ctx, rg)
+	if err != nil {
+		return nil, err
+	}
+	return l.apply(rg, items), nil
+}
+
+func (l *listOverlay[T]) Refresh(ctx context.Context, rg string) ([]T, error) {
+	items, err := l.real.Refresh(ctx, rg)
+	if err != nil {
+		return nil, err
+	}
+	return l.apply(rg, items), nil
+}
+
+// Invalidate does nothing: the planned edits are the dry run's and real's list is not ours to
+// drop.
+func (l *listOverlay[T]) Invalidate(string) {}
+
+func (l *listOverlay[T]) Update(rg string, fn func(items []T) []T) {
+	l.r.mu.Lock()
+	k := l.key(rg)
+	l.r.listEdits[k] = append(l.r.listEdits[k], any(fn))
+	l.r.mu.Unlock()
+}
