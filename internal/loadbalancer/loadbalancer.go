@@ -110,6 +110,11 @@ func (l *LoadBalancer) parse(svc *v1.Service) (*plan.Service, error) {
 		}
 		return nil, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
+	if l.opts.Recorder != nil {
+		for _, w := range o.Warnings {
+			l.opts.Recorder.Event(svc, v1.EventTypeWarning, w.Reason, w.String())
+		}
+	}
 	return &plan.Service{Svc: svc, Opts: o}, nil
 }
 

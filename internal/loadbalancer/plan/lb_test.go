@@ -205,6 +205,14 @@ func TestApplyServicePublicRulesAndProbes(t *testing.T) {
 			probes: []probeWant{{svcA + "-TCP-80", pTCP, 30880, nil, 5, 2}, {svcA + "-TCP-8080", pTCP, 30880, nil, 5, 2}},
 		},
 		{
+			name: "per-port probe port that is no service port is probed directly",
+			opts: []svcOpt{withPorts(tcp(80, 30080)), withAnn(annotations.PortProbeKey(80, annotations.PortProbePort), "10256")},
+			rules: []ruleWant{
+				{name: svcA + "-TCP-80", proto: tcpT, fePort: 80, bePort: 80, floating: true, tcpReset: true, idle: 4, dist: dflt, frontend: svcA, pool: "kubernetes", probe: svcA + "-TCP-80"},
+			},
+			probes: []probeWant{{svcA + "-TCP-80", pTCP, 10256, nil, 5, 2}},
+		},
+		{
 			name: "no_lb_rule and no_probe_rule",
 			opts: []svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443), tcp(8080, 30880)),
 				withAnn(annotations.PortNoLBRuleKey(443), "true"), withAnn(annotations.PortNoProbeRuleKey(8080), "true")},

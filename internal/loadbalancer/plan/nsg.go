@@ -77,7 +77,7 @@ var securityProtocols = []armnetwork.SecurityRuleProtocol{
 // restrictions (or with an allow-all range) are open to the Internet tag; internal services only
 // when a range explicitly allows all.
 func allowFromInternet(o *annotations.ServiceOptions) bool {
-	if len(o.AllowedServiceTags) > 0 {
+	if len(o.AllowedServiceTags) > 0 || len(o.InvalidRanges) > 0 {
 		return false
 	}
 	allowAll := func(ps []netip.Prefix) bool {
@@ -408,7 +408,9 @@ func (h *ruleHelper) patch(s *Service, dsts []netip.Addr) error {
 			}
 		}
 	}
-	if o.DenyAllExceptSourceRanges && len(o.AllowedRanges()) > 0 {
+	// Malformed ranges that were dropped also add the deny-all rule (the existing provider's
+	// safety net: what the user meant to restrict stays restricted).
+	if (o.DenyAllExceptSourceRanges && len(o.AllowedRanges()) > 0) || len(o.InvalidRanges) > 0 {
 		if len(dst4) > 0 {
 			if err := h.addDenyAll(naming.IPv4, dst4); err != nil {
 				return err
