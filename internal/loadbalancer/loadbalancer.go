@@ -118,6 +118,13 @@ func (l *LoadBalancer) parse(svc *v1.Service) (*plan.Service, error) {
 	return &plan.Service{Svc: svc, Opts: o}, nil
 }
 
+// warn records a Warning event on the service (when a recorder is configured).
+func (l *LoadBalancer) warn(svc *v1.Service, reason, msg string) {
+	if l.opts.Recorder != nil {
+		l.opts.Recorder.Event(svc, v1.EventTypeWarning, reason, msg)
+	}
+}
+
 func (l *LoadBalancer) lbWriter(c *plan.Cluster, lbName string) *writer.Writer[armnetwork.LoadBalancer] {
 	return l.lbs.For(c.LBID(lbName))
 }

@@ -202,6 +202,7 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 	name := c.LBName(s.Opts.Internal)
 	w := l.lbWriter(c, name)
 	apply := func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		before := plan.Rules(cur)
 		next, err := plan.ApplyService(cur, c, s, fronts)
 		if err != nil {
 			return nil, err
@@ -212,6 +213,10 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 			} else {
 				klog.ErrorS(err, "Re-applying a service that shares the moved IP", "service", m.Key())
 			}
+		}
+		// Checked after the members too: they bring rules of their own.
+		if err := plan.CheckRuleLimit(name, before, plan.Rules(next), c.MaxRules); err != nil {
+			return nil, err
 		}
 		return next, nil
 	}
@@ -225,6 +230,10 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 		return nil, err
 	}
 	lb, err := w.Submit(ctx, apply)
+	var full *plan.RuleLimitError
+	if errors.As(err, &full) {
+		l.warn(s.Svc, multislb.ReasonRuleLimitReached, err.Error())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load balancer %s: %w", name, err)
 	}

@@ -50,6 +50,7 @@ func NewCluster(cfg *config.Config, clusterName string, zones []string) *Cluster
 		SharedProbePort:     cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
 		SharedProbePath:     cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
 		Tags:                ConfigTags(cfg),
+		MaxRules:            cfg.MaximumLoadBalancerRuleCount,
 	}
 }
 

@@ -36,6 +36,8 @@ type Cluster struct {
 	SharedProbePath string
 	// Tags from azure.json (tags/tagsMap) for created LBs and public IPs.
 	Tags map[string]string
+	// MaxRules is maximumLoadBalancerRuleCount (0: no limit).
+	MaxRules int
 }
 
 // LBName is the Azure load balancer a service of this kind lands on.
