@@ -113,6 +113,7 @@ func TestValidateNamesOffendingKey(t *testing.T) {
 		{"cloudConfigType", `{` + base + `,"cloudConfigType":"env"}`, []string{`cloudConfigType: "env"`}},
 		{"disableAvset", `{` + base + `,"vmType":"standard","disableAvailabilitySetNodes":true}`, []string{`disableAvailabilitySetNodes: true is only valid with vmType vmss, not "standard"`}},
 		{"snat basic", `{` + base + `,"loadBalancerSku":"basic","disableOutboundSNAT":true}`, []string{"disableOutboundSNAT:"}},
+		{"basic refused", `{` + base + `,"loadBalancerSku":"Basic"}`, []string{`loadBalancerSku: "basic" is not supported`, "set loadBalancerSku to standard"}},
 		{"probe port", `{` + base + `,"clusterServiceSharedLoadBalancerHealthProbePort":70000}`, []string{"clusterServiceSharedLoadBalancerHealthProbePort: 70000"}},
 		{"probe path", `{` + base + `,"clusterServiceSharedLoadBalancerHealthProbePath":"healthz"}`, []string{`clusterServiceSharedLoadBalancerHealthProbePath: "healthz"`}},
 		{"negative ttl", `{` + base + `,"vmCacheTTLInSeconds":-1}`, []string{"vmCacheTTLInSeconds: -1"}},
