@@ -130,6 +130,18 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 			return nil, nil, nil, nil, err
 		}
 	}
+	recreated, err := l.recreatePIPs(ctx, c, s, pipRG, plans)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if recreated {
+		if existing, err = l.listPIPs(ctx, pipRG); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if plans, err = plan.PlanPublicIPs(c, s, existing); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
 	for _, p := range plans {
 		stored := p.Existing
 		if p.Mutate != nil {

@@ -90,6 +90,8 @@ type ServiceOptions struct {
 	DNSLabelName        *string // nil: not managed; "": remove the label
 	PIPTags             map[string]string
 	PIPIPTags           []IPTag
+	// PIPIPTagsSet: azure-pip-ip-tags is present (an empty value asks for no IP tags).
+	PIPIPTagsSet bool
 	AdditionalPublicIPs []netip.Addr
 	Mode                string   // Basic SKU only; parsed for compatibility, ignored on Standard
 	Configurations      []string // multi-SLB configuration names

@@ -272,6 +272,7 @@ func Parse(svc *v1.Service) (*ServiceOptions, error) {
 		}
 		o.PIPTags[kv[0]] = kv[1]
 	}
+	_, o.PIPIPTagsSet = p.get(PIPIPTags)
 	for _, kv := range p.keyValues(PIPIPTags) {
 		if kv[1] == "" {
 			p.fail(PIPIPTags, kv[0]+"=", "entries must be IPTagType=Tag")

@@ -135,6 +135,8 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 	})
 	pruneSharedProbe(props)
 	pruneLocalPools(props, s.Svc.Namespace, s.Svc.Name)
+	// Level-triggered: the configured tags are put back on every write of a service.
+	lb.Tags, _ = c.TagPolicy.ApplyConfig(lb.Tags)
 	return lb, nil
 }
 
@@ -255,12 +257,7 @@ func newLB(c *Cluster, name string) *armnetwork.LoadBalancer {
 		SKU:        &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{},
 	}
-	if len(c.Tags) > 0 {
-		lb.Tags = map[string]*string{}
-		for k, v := range c.Tags {
-			lb.Tags[k] = to.Ptr(v)
-		}
-	}
+	lb.Tags, _ = c.TagPolicy.ApplyConfig(nil)
 	return lb
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 // ruleWant is the expected shape of one rule.
@@ -496,7 +497,7 @@ func TestOutboundSNATAndClusterSettings(t *testing.T) {
 	c := cluster()
 	c.DisableOutboundSNAT = true
 	c.LBNamePrefix = "mylb"
-	c.Tags = map[string]string{"env": "prod"}
+	c.TagPolicy = tags.Policy{Config: map[string]string{"env": "prod"}}
 	s := mkService(t, uidA, "a")
 	lb, err := ApplyService(nil, c, s, publicFronts(s, "p"))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 // NSG limits of ARM.
@@ -35,6 +36,8 @@ type SecurityInput struct {
 	// RetainPorts are, by ARM protocol (Tcp, Udp, *), the ports other services still serve on
 	// the same destinations (shared IPs, node IPs); their part of shared rules is kept.
 	RetainPorts map[armnetwork.SecurityRuleProtocol][]int32
+	// Tags are azure.json's tag settings, reconciled on the NSG with every write.
+	Tags tags.Policy
 }
 
 // DestinationPorts groups the service's NSG destination ports by ARM protocol: service ports, or
@@ -122,6 +125,7 @@ func ApplySecurity(nsg *armnetwork.SecurityGroup, in SecurityInput) (*armnetwork
 	if err := h.checkLimits(); err != nil {
 		return nil, err
 	}
+	nsg.Tags, _ = in.Tags.ApplyConfig(nsg.Tags)
 	return nsg, nil
 }
 

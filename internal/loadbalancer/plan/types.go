@@ -13,6 +13,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 // Cluster are the azure.json settings the planners need.
@@ -34,8 +35,11 @@ type Cluster struct {
 	SharedProbe     bool
 	SharedProbePort int32
 	SharedProbePath string
-	// Tags from azure.json (tags/tagsMap) for created LBs and public IPs.
-	Tags map[string]string
+	// TagPolicy is azure.json tags, tagsMap and systemTags: set on created load balancers and
+	// public IPs, and reconciled on them and on the NSG on every write of a service.
+	TagPolicy tags.Policy
+	// IPTagMutation is enableIPTagMutationForExistingPublicIP.
+	IPTagMutation bool
 	// MaxRules is maximumLoadBalancerRuleCount (0: no limit).
 	MaxRules int
 }
