@@ -15,6 +15,9 @@ const (
 	VMTypeVMSSFlex = "vmssflex"
 )
 
+// ExtendedLocationEdgeZone is the extendedLocationType of edge zones (the only one).
+const ExtendedLocationEdgeZone = "EdgeZone"
+
 // Values of loadBalancerSku.
 const (
 	LoadBalancerSKUBasic    = "basic"

@@ -59,6 +59,11 @@ func Validate(c *Config) error {
 		"", "internal", "external", "all")
 	oneOf("cloudConfigType", c.CloudConfigType, "file", "secret", "merge")
 
+	if c.ExtendedLocationName == "" && c.ExtendedLocationType != "" {
+		bad("extendedLocationType", "%q needs extendedLocationName", c.ExtendedLocationType)
+	} else if c.ExtendedLocationName != "" && c.ExtendedLocationType != ExtendedLocationEdgeZone {
+		bad("extendedLocationType", "%q is not one of %s", c.ExtendedLocationType, ExtendedLocationEdgeZone)
+	}
 	if c.DisableAvailabilitySetNodes && c.VMType != VMTypeVMSS {
 		bad("disableAvailabilitySetNodes", "true is only valid with vmType vmss, not %q", c.VMType)
 	}

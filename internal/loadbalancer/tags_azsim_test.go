@@ -204,3 +204,29 @@ func ruleOnLB(lb *armnetwork.LoadBalancer, svcLBName string) int {
 	}
 	return n
 }
+
+// An edge-zone cluster creates its load balancers and public IPs in the edge zone.
+func TestEdgeZoneCluster(t *testing.T) {
+	e := newEnv(t, config.BackendPoolNodeIP)
+	e.cfg.ExtendedLocationName, e.cfg.ExtendedLocationType = "microsoftlosangeles1", config.ExtendedLocationEdgeZone
+	e.build(t, BuildOptions{})
+	ctx := ctxT(t)
+	nodes := []*v1.Node{node("n0", "10.240.0.4", nil)}
+	pub := service("b4b4b4b4-0000-0000-0000-000000000000", "edge", nil)
+	in := service("b5b5b5b5-0000-0000-0000-000000000000", "edge-internal", map[string]string{annotations.Internal: "true"})
+	for _, s := range []*v1.Service{pub, in} {
+		if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, s, nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{testCluster, testCluster + "-internal"} {
+		lb := e.getLB(t, name)
+		if lb.ExtendedLocation == nil || *lb.ExtendedLocation.Name != "microsoftlosangeles1" {
+			t.Fatalf("load balancer %s extended location %+v", name, lb.ExtendedLocation)
+		}
+	}
+	pip := e.getPIP(t, naming.PublicIPName(testCluster, naming.ServiceLBName(pub.UID), "", false, naming.IPv4))
+	if pip.ExtendedLocation == nil || *pip.ExtendedLocation.Name != "microsoftlosangeles1" || len(pip.Zones) != 0 {
+		t.Fatalf("public IP extended location %+v zones %v", pip.ExtendedLocation, pip.Zones)
+	}
+}

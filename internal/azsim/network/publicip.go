@@ -51,6 +51,9 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 		return err
 	}
 	keepResourceGUID(w)
+	if err := checkExtendedLocation(w); err != nil {
+		return err
+	}
 	d := w.Doc
 	p := arm.Props(d)
 	sku := arm.Obj(d, true, "sku")

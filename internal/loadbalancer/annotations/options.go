@@ -82,16 +82,16 @@ type ServiceOptions struct {
 	IPv4 netip.Addr
 	IPv6 netip.Addr
 
-	PIPNameIPv4         string
-	PIPNameIPv6         string
-	PIPPrefixIDIPv4     string
-	PIPPrefixIDIPv6     string
-	PIPResourceGroup    string
-	DNSLabelName        *string // nil: not managed; "": remove the label
-	PIPTags             map[string]string
-	PIPIPTags           []IPTag
+	PIPNameIPv4      string
+	PIPNameIPv6      string
+	PIPPrefixIDIPv4  string
+	PIPPrefixIDIPv6  string
+	PIPResourceGroup string
+	DNSLabelName     *string // nil: not managed; "": remove the label
+	PIPTags          map[string]string
+	PIPIPTags        []IPTag
 	// PIPIPTagsSet: azure-pip-ip-tags is present (an empty value asks for no IP tags).
-	PIPIPTagsSet bool
+	PIPIPTagsSet        bool
 	AdditionalPublicIPs []netip.Addr
 	Mode                string   // Basic SKU only; parsed for compatibility, ignored on Standard
 	Configurations      []string // multi-SLB configuration names

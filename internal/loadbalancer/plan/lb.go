@@ -258,6 +258,7 @@ func newLB(c *Cluster, name string) *armnetwork.LoadBalancer {
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{},
 	}
 	lb.Tags, _ = c.TagPolicy.ApplyConfig(nil)
+	lb.ExtendedLocation = c.extendedLocation()
 	return lb
 }
 
@@ -294,7 +295,7 @@ func ensureFrontend(c *Cluster, lbName string, props *armnetwork.LoadBalancerPro
 	}
 	if mine == nil {
 		mine = &armnetwork.FrontendIPConfiguration{Name: to.Ptr(own), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{}}
-		if fr.PublicIPID == "" && len(c.Zones) > 0 {
+		if fr.PublicIPID == "" && len(c.Zones) > 0 && c.EdgeZone == "" {
 			// Internal frontends are zone-redundant from creation; zones cannot change later.
 			for _, z := range c.Zones {
 				mine.Zones = append(mine.Zones, to.Ptr(z))

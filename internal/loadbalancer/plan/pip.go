@@ -131,9 +131,12 @@ func newPIP(c *Cluster, s *Service, name string, f naming.Family, prefixID strin
 		},
 		Tags: map[string]*string{},
 	}
-	// New Standard PIPs are zone-redundant across the region's zones (zones are immutable later).
-	for _, z := range c.Zones {
-		p.Zones = append(p.Zones, to.Ptr(z))
+	// New Standard PIPs are zone-redundant across the region's zones (zones are immutable later);
+	// an edge zone has none.
+	if p.ExtendedLocation = c.extendedLocation(); p.ExtendedLocation == nil {
+		for _, z := range c.Zones {
+			p.Zones = append(p.Zones, to.Ptr(z))
+		}
 	}
 	for _, t := range s.Opts.PIPIPTags {
 		p.Properties.IPTags = append(p.Properties.IPTags, &armnetwork.IPTag{IPTagType: to.Ptr(t.Type), Tag: to.Ptr(t.Tag)})

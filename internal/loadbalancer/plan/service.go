@@ -51,6 +51,7 @@ func NewCluster(cfg *config.Config, clusterName string, zones []string) *Cluster
 		SharedProbePath:     cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
 		TagPolicy:           cfg.TagPolicy(),
 		IPTagMutation:       cfg.EnableIPTagMutationForExistingPublicIP,
+		EdgeZone:            cfg.ExtendedLocationName,
 		MaxRules:            cfg.MaximumLoadBalancerRuleCount,
 	}
 }

@@ -68,3 +68,39 @@ func TestConfigTagsOnLoadBalancerAndNSG(t *testing.T) {
 		})
 	}
 }
+
+// In an edge zone, created load balancers and public IPs carry extendedLocation and no zones
+// (NRP refuses zones there); internal frontends get none either.
+func TestEdgeZone(t *testing.T) {
+	c := cluster()
+	c.EdgeZone = "microsoftlosangeles1"
+	s := mkService(t, uidA, "a")
+	plans, err := PlanPublicIPs(c, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pip, err := plans[0].Mutate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pip.ExtendedLocation == nil || *pip.ExtendedLocation.Name != c.EdgeZone || *pip.ExtendedLocation.Type != "EdgeZone" || len(pip.Zones) != 0 {
+		t.Fatalf("public IP %s", mustJSON(t, pip))
+	}
+	lb, err := ApplyService(nil, c, s, publicFronts(s, "p"))
+	if err != nil || lb.ExtendedLocation == nil || *lb.ExtendedLocation.Name != c.EdgeZone {
+		t.Fatalf("load balancer %v %s", err, mustJSON(t, lb))
+	}
+	in := mkService(t, uidB, "b", withAnn("service.beta.kubernetes.io/azure-load-balancer-internal", "true"))
+	ilb, err := ApplyService(nil, c, in, []Frontend{internalFront("IPv4")})
+	if err != nil || len(ilb.Properties.FrontendIPConfigurations[0].Zones) != 0 {
+		t.Fatalf("internal frontend %v %s", err, mustJSON(t, ilb))
+	}
+	// In the region: zones as before.
+	c.EdgeZone = ""
+	if plans, err = PlanPublicIPs(c, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pip, err = plans[0].Mutate(nil); err != nil || pip.ExtendedLocation != nil || len(pip.Zones) != 3 {
+		t.Fatalf("regional public IP %s", mustJSON(t, pip))
+	}
+}

@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
@@ -40,8 +43,19 @@ type Cluster struct {
 	TagPolicy tags.Policy
 	// IPTagMutation is enableIPTagMutationForExistingPublicIP.
 	IPTagMutation bool
+	// EdgeZone is extendedLocationName: created load balancers and public IPs go to that edge
+	// zone (extendedLocation) and get no availability zones ("" in the region).
+	EdgeZone string
 	// MaxRules is maximumLoadBalancerRuleCount (0: no limit).
 	MaxRules int
+}
+
+// extendedLocation is the edge zone of created resources (nil in the region).
+func (c *Cluster) extendedLocation() *armnetwork.ExtendedLocation {
+	if c.EdgeZone == "" {
+		return nil
+	}
+	return &armnetwork.ExtendedLocation{Name: to.Ptr(c.EdgeZone), Type: to.Ptr(armnetwork.ExtendedLocationTypesEdgeZone)}
 }
 
 // LBName is the Azure load balancer a service of this kind lands on.
