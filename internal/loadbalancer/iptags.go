@@ -43,7 +43,7 @@ func (l *LoadBalancer) recreatePIPs(ctx context.Context, c *plan.Cluster, s *pla
 				name := cl.LBName(false)
 				if strings.EqualFold(cl.LBID(name), lbID) {
 					held = true
-					if err := l.removeFromLB(ctx, cl, name, s); err != nil {
+					if err := l.removeFromLB(ctx, cl, name, s, "its public IP is re-created with new IP tags"); err != nil {
 						return false, fmt.Errorf("re-creating public IP %s: %w", p.Name, err)
 					}
 				}

@@ -120,9 +120,7 @@ func (l *LoadBalancer) parse(svc *v1.Service) (*plan.Service, error) {
 
 // warn records a Warning event on the service (when a recorder is configured).
 func (l *LoadBalancer) warn(svc *v1.Service, reason, msg string) {
-	if l.opts.Recorder != nil {
-		l.opts.Recorder.Event(svc, v1.EventTypeWarning, reason, msg)
-	}
+	l.event(svc, v1.EventTypeWarning, reason, msg)
 }
 
 func (l *LoadBalancer) lbWriter(c *plan.Cluster, lbName string) *writer.Writer[armnetwork.LoadBalancer] {
