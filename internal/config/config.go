@@ -4,6 +4,8 @@ package config
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 // Values of vmType.
@@ -12,6 +14,9 @@ const (
 	VMTypeVMSS     = "vmss"
 	VMTypeVMSSFlex = "vmssflex"
 )
+
+// ExtendedLocationEdgeZone is the extendedLocationType of edge zones (the only one).
+const ExtendedLocationEdgeZone = "EdgeZone"
 
 // Values of loadBalancerSku.
 const (
@@ -166,6 +171,9 @@ func (c *Config) VnetRG() string { return orDefault(c.VnetResourceGroup, c.Resou
 func (c *Config) SecurityGroupRG() string {
 	return orDefault(c.SecurityGroupResourceGroup, c.ResourceGroup)
 }
+
+// TagPolicy is tags, tagsMap and systemTags.
+func (c *Config) TagPolicy() tags.Policy { return tags.Parse(c.Tags, c.TagsMap, c.SystemTags) }
 
 // RouteTableRG is the resource group of the route table.
 func (c *Config) RouteTableRG() string { return orDefault(c.RouteTableResourceGroup, c.ResourceGroup) }

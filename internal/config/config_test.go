@@ -113,6 +113,9 @@ func TestValidateNamesOffendingKey(t *testing.T) {
 		{"cloudConfigType", `{` + base + `,"cloudConfigType":"env"}`, []string{`cloudConfigType: "env"`}},
 		{"disableAvset", `{` + base + `,"vmType":"standard","disableAvailabilitySetNodes":true}`, []string{`disableAvailabilitySetNodes: true is only valid with vmType vmss, not "standard"`}},
 		{"snat basic", `{` + base + `,"loadBalancerSku":"basic","disableOutboundSNAT":true}`, []string{"disableOutboundSNAT:"}},
+		{"edge zone type without name", `{` + base + `,"extendedLocationType":"EdgeZone"}`, []string{`extendedLocationType: "EdgeZone" needs extendedLocationName`}},
+		{"edge zone type", `{` + base + `,"extendedLocationName":"la1","extendedLocationType":"Region"}`, []string{`extendedLocationType: "Region" is not one of EdgeZone`}},
+		{"basic refused", `{` + base + `,"loadBalancerSku":"Basic"}`, []string{`loadBalancerSku: "basic" is not supported`, "set loadBalancerSku to standard"}},
 		{"probe port", `{` + base + `,"clusterServiceSharedLoadBalancerHealthProbePort":70000}`, []string{"clusterServiceSharedLoadBalancerHealthProbePort: 70000"}},
 		{"probe path", `{` + base + `,"clusterServiceSharedLoadBalancerHealthProbePath":"healthz"}`, []string{`clusterServiceSharedLoadBalancerHealthProbePath: "healthz"`}},
 		{"negative ttl", `{` + base + `,"vmCacheTTLInSeconds":-1}`, []string{"vmCacheTTLInSeconds: -1"}},
@@ -265,5 +268,17 @@ func TestResolveEnvironmentMetadata(t *testing.T) {
 	body = `[{"name":"x","resourceManager":"https://x/","authentication":{"audiences":[]}}]`
 	if _, err := ResolveEnvironment(context.Background(), c, noEnv, srv.Client()); err == nil || !strings.Contains(err.Error(), "audiences") {
 		t.Fatalf("want audiences error, got %v", err)
+	}
+}
+
+func TestExtendedLocationDefaultsToEdgeZone(t *testing.T) {
+	for _, in := range []string{`"extendedLocationName":"la1"`, `"extendedLocationName":"la1","extendedLocationType":"edgezone"`} {
+		c, err := Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"l",`+in+`}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ExtendedLocationType != ExtendedLocationEdgeZone {
+			t.Fatalf("%s: type %q", in, c.ExtendedLocationType)
+		}
 	}
 }

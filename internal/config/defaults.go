@@ -46,6 +46,10 @@ func SetDefaults(c *Config) {
 	c.PreConfiguredBackendPoolLoadBalancerTypes = canonical(c.PreConfiguredBackendPoolLoadBalancerTypes, "",
 		"internal", "external", "all")
 	c.CloudConfigType = canonical(c.CloudConfigType, DefaultCloudConfigType, "file", "secret", "merge")
+	// EdgeZone is the only extended location type of Microsoft.Network.
+	if c.ExtendedLocationName != "" {
+		c.ExtendedLocationType = canonical(c.ExtendedLocationType, ExtendedLocationEdgeZone, ExtendedLocationEdgeZone)
+	}
 
 	if c.ExcludeMasterFromStandardLB == nil && c.LoadBalancerSKU == LoadBalancerSKUStandard {
 		t := true

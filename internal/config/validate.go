@@ -43,6 +43,14 @@ func Validate(c *Config) error {
 	}
 	oneOf("vmType", c.VMType, VMTypeStandard, VMTypeVMSS, VMTypeVMSSFlex)
 	oneOf("loadBalancerSku", c.LoadBalancerSKU, LoadBalancerSKUBasic, LoadBalancerSKUStandard, LoadBalancerSKUService)
+	if c.LoadBalancerSKU == LoadBalancerSKUBasic {
+		// Refused rather than quietly served with Standard load balancers: Azure no longer
+		// creates Basic ones, and a Standard one could not take the name of a Basic one that is
+		// still there.
+		bad("loadBalancerSku", "%q is not supported: Azure retired Basic load balancers and no longer creates them; "+
+			"set loadBalancerSku to standard (the CCM then moves the cluster's Basic load balancers to Standard once at start, "+
+			"keeping every service's IP; see docs/migration-basic-to-standard.md)", c.LoadBalancerSKU)
+	}
 	oneOf("loadBalancerBackendPoolConfigurationType", c.LoadBalancerBackendPoolConfigurationType,
 		BackendPoolNodeIPConfiguration, BackendPoolNodeIP, BackendPoolPodIP)
 	oneOf("clusterServiceLoadBalancerHealthProbeMode", c.ClusterServiceLoadBalancerHealthProbeMode,
@@ -51,6 +59,11 @@ func Validate(c *Config) error {
 		"", "internal", "external", "all")
 	oneOf("cloudConfigType", c.CloudConfigType, "file", "secret", "merge")
 
+	if c.ExtendedLocationName == "" && c.ExtendedLocationType != "" {
+		bad("extendedLocationType", "%q needs extendedLocationName", c.ExtendedLocationType)
+	} else if c.ExtendedLocationName != "" && c.ExtendedLocationType != ExtendedLocationEdgeZone {
+		bad("extendedLocationType", "%q is not one of %s", c.ExtendedLocationType, ExtendedLocationEdgeZone)
+	}
 	if c.DisableAvailabilitySetNodes && c.VMType != VMTypeVMSS {
 		bad("disableAvailabilitySetNodes", "true is only valid with vmType vmss, not %q", c.VMType)
 	}

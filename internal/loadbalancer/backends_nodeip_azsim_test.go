@@ -127,3 +127,46 @@ func TestIPv6OnlyInternalService(t *testing.T) {
 		})
 	}
 }
+
+// IP-based pools honour excludeMasterFromStandardLB (false: control-plane nodes join) and
+// preConfiguredBackendPoolLoadBalancerTypes (those load balancers' pools are left alone).
+func TestNodeIPPoolsHonourMasterExclusionAndPreConfigured(t *testing.T) {
+	nodes := []*v1.Node{node("worker", "10.240.0.4", nil),
+		node("cp", "10.240.0.5", map[string]string{membership.LabelRoleControlPlane: ""})}
+	for _, tc := range []struct {
+		name          string
+		excludeMaster *bool
+		preConfigured string
+		public        string // want on <cluster>
+		internal      string // want on <cluster>-internal
+	}{
+		{name: "defaults: control plane out", public: "[10.240.0.4]", internal: "[10.240.0.4]"},
+		{name: "excludeMasterFromStandardLB false", excludeMaster: new(bool), public: "[10.240.0.4 10.240.0.5]", internal: "[10.240.0.4 10.240.0.5]"},
+		{name: "external pre-configured", preConfigured: "external", public: "[]", internal: "[10.240.0.4]"},
+		{name: "internal pre-configured", preConfigured: "internal", public: "[10.240.0.4]", internal: "[]"},
+		{name: "all pre-configured", preConfigured: "all", public: "[]", internal: "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, config.BackendPoolNodeIP)
+			e.cfg.ExcludeMasterFromStandardLB = tc.excludeMaster
+			e.cfg.PreConfiguredBackendPoolLoadBalancerTypes = tc.preConfigured
+			e.build(t, BuildOptions{})
+			ctx := ctxT(t)
+			for i, internal := range []bool{false, true} {
+				ann := map[string]string{}
+				if internal {
+					ann[annotations.Internal] = "true"
+				}
+				if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, service(fmt.Sprintf("acacaca%d-0000-0000-0000-000000000000", i), fmt.Sprintf("s%d", i), ann), nodes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := fmt.Sprint(e.poolAddresses(t, testCluster, testCluster)); got != tc.public {
+				t.Errorf("public pool %s, want %s", got, tc.public)
+			}
+			if got := fmt.Sprint(e.poolAddresses(t, testCluster+"-internal", testCluster)); got != tc.internal {
+				t.Errorf("internal pool %s, want %s", got, tc.internal)
+			}
+		})
+	}
+}

@@ -116,7 +116,17 @@ func (l *LoadBalancer) parse(svc *v1.Service) (*plan.Service, error) {
 		}
 		return nil, fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
+	if l.opts.Recorder != nil {
+		for _, w := range o.Warnings {
+			l.opts.Recorder.Event(svc, v1.EventTypeWarning, w.Reason, w.String())
+		}
+	}
 	return &plan.Service{Svc: svc, Opts: o}, nil
+}
+
+// warn records a Warning event on the service (when a recorder is configured).
+func (l *LoadBalancer) warn(svc *v1.Service, reason, msg string) {
+	l.event(svc, v1.EventTypeWarning, reason, msg)
 }
 
 func (l *LoadBalancer) lbWriter(c *plan.Cluster, lbName string) *writer.Writer[armnetwork.LoadBalancer] {

@@ -30,10 +30,9 @@ func TestMalformedServicesWriteNothing(t *testing.T) {
 		{"PIP name invalid", map[string]string{annotations.PIPName: "-bad"}, nil, annotations.PIPName, "-bad"},
 		{"resource group invalid", map[string]string{annotations.ResourceGroup: "rg."}, nil, annotations.ResourceGroup, "rg."},
 		{"additional public IP invalid", map[string]string{annotations.AdditionalPublicIPs: "1.2.3.4,x"}, nil, annotations.AdditionalPublicIPs, "x"},
-		{"allowed IP range invalid", map[string]string{annotations.AllowedIPRanges: "10.0.0.0/x"}, nil, annotations.AllowedIPRanges, "10.0.0.0/x"},
 		{"service tag invalid", map[string]string{annotations.AllowedServiceTags: "Azure Cloud"}, nil, annotations.AllowedServiceTags, "Azure Cloud"},
 		{"spec.loadBalancerIP invalid", nil, func(s *v1.Service) { s.Spec.LoadBalancerIP = "nope" }, "spec.loadBalancerIP", "nope"},
-		{"spec.loadBalancerSourceRanges invalid", nil, func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, "spec.loadBalancerSourceRanges", "10.0.0.0/33"},
+		{"per-port probe port out of range", map[string]string{annotations.PortProbeKey(80, annotations.PortProbePort): "0"}, nil, annotations.PortProbeKey(80, annotations.PortProbePort), "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)

@@ -105,7 +105,7 @@ func (l *LoadBalancer) writePrivateLink(ctx context.Context, c *plan.Cluster, s 
 		return fmt.Errorf("private link service %s: NAT subnet %s: %w", name, subnetName, err)
 	}
 	spec := plan.PrivateLinkSpec{ClusterName: c.ClusterName, Location: l.cfg.Location, Owner: s.Key(), Options: s.Opts.PLS,
-		FrontendID: frontendID, SubnetID: subnetID, SubnetName: subnetName, Tags: c.Tags}
+		FrontendID: frontendID, SubnetID: subnetID, SubnetName: subnetName, Tags: c.TagPolicy.Config}
 	w := l.opts.Writers.PrivateLinkServices.For(azureid.PrivateLinkService(l.cfg.NetworkSubscriptionID(), rg, name))
 	puts := w.Stats().Puts
 	stored, err := w.Submit(ctx, func(cur *armnetwork.PrivateLinkService) (*armnetwork.PrivateLinkService, error) {

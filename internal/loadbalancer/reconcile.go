@@ -143,6 +143,18 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 			return nil, nil, nil, nil, err
 		}
 	}
+	recreated, err := l.recreatePIPs(ctx, c, s, pipRG, plans)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if recreated {
+		if existing, err = l.listPIPs(ctx, pipRG); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if plans, err = plan.PlanPublicIPs(c, s, existing); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
 	for _, p := range plans {
 		stored := p.Existing
 		if p.Mutate != nil {
@@ -215,6 +227,7 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 	name := c.LBName(s.Opts.Internal)
 	w := l.lbWriter(c, name)
 	apply := func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		before := plan.Rules(cur)
 		next, err := plan.ApplyService(cur, c, s, fronts)
 		if err != nil {
 			return nil, err
@@ -225,6 +238,10 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 			} else {
 				klog.ErrorS(err, "Re-applying a service that shares the moved IP", "service", m.Key())
 			}
+		}
+		// Checked after the members too: they bring rules of their own.
+		if err := plan.CheckRuleLimit(name, before, plan.Rules(next), c.MaxRules); err != nil {
+			return nil, err
 		}
 		return next, nil
 	}
@@ -238,6 +255,10 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 		return nil, err
 	}
 	lb, err := w.Submit(ctx, apply)
+	var full *plan.RuleLimitError
+	if errors.As(err, &full) {
+		l.warn(s.Svc, multislb.ReasonRuleLimitReached, err.Error())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load balancer %s: %w", name, err)
 	}

@@ -41,7 +41,7 @@ func (l *LoadBalancer) ensureSecurity(ctx context.Context, c *plan.Cluster, s *p
 		stale = plan.StaleDestinations(s, dsts, held)
 	}
 	in := plan.SecurityInput{Service: s, Want: want, Destinations: dsts, Stale: stale,
-		RetainPorts: plan.RetainedPorts(s, slices.Concat(dsts, stale), l.services())}
+		RetainPorts: plan.RetainedPorts(s, slices.Concat(dsts, stale), l.services()), Tags: c.TagPolicy}
 	_, err := l.nsgWriter().Submit(ctx, func(cur *armnetwork.SecurityGroup) (*armnetwork.SecurityGroup, error) {
 		return plan.ApplySecurity(cur, in)
 	})

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/routes"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
@@ -27,6 +29,13 @@ func (r *routeProvider) ListRoutes(ctx context.Context, clusterName string) ([]*
 	table, err := r.table.Peek(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing routes of route table %s: %w", r.c.Config.RouteTableName, err)
+	}
+	if table != nil && r.tagsDiffer(table) {
+		// The route controller lists every few seconds: configured tags reach the table (and
+		// come back after a drift) without a route change.
+		if _, err := r.table.Submit(ctx, r.tagged(func(cur *armnetwork.RouteTable) (*armnetwork.RouteTable, error) { return cur, nil })); err != nil {
+			klog.ErrorS(err, "Updating the tags of the route table", "routeTable", r.c.Config.RouteTableName)
+		}
 	}
 	var rs []*armnetwork.Route
 	if table != nil && table.Properties != nil {
@@ -88,10 +97,41 @@ func (r *routeProvider) DeleteRoute(ctx context.Context, clusterName string, rou
 }
 
 func (r *routeProvider) submit(ctx context.Context, op routes.Op) error {
-	if _, err := r.table.Submit(ctx, routes.Change(r.c.Config.Location, op)); err != nil {
+	if _, err := r.table.Submit(ctx, r.tagged(routes.Change(r.c.Config.Location, op))); err != nil {
 		return fmt.Errorf("route table %s: %w", r.c.Config.RouteTableName, err)
 	}
 	return nil
+}
+
+// tagsManaged: as in the existing provider, the configured tags are kept on the route table
+// only when it is in the cluster's resource group (a table elsewhere is someone else's).
+func (r *routeProvider) tagsManaged() bool {
+	return strings.EqualFold(r.c.Config.RouteTableRG(), r.c.Config.ResourceGroup)
+}
+
+// tagged wraps a route table mutation so that the table also carries the configured tags.
+func (r *routeProvider) tagged(m writer.Mutation[armnetwork.RouteTable]) writer.Mutation[armnetwork.RouteTable] {
+	return func(cur *armnetwork.RouteTable) (*armnetwork.RouteTable, error) {
+		next, err := m(cur)
+		if err != nil || next == nil || !r.tagsManaged() {
+			return next, err
+		}
+		next.Tags, _ = r.c.Config.TagPolicy().ApplyConfig(next.Tags)
+		return next, nil
+	}
+}
+
+// tagsDiffer reports whether the (shared, not to be edited) table lacks the configured tags.
+func (r *routeProvider) tagsDiffer(table *armnetwork.RouteTable) bool {
+	if !r.tagsManaged() {
+		return false
+	}
+	cp := make(map[string]*string, len(table.Tags))
+	for k, v := range table.Tags {
+		cp[k] = v
+	}
+	_, changed := r.c.Config.TagPolicy().ApplyConfig(cp)
+	return changed
 }
 
 // nextHop finds the node's IP of the CIDR's family: from the route's node addresses, the

@@ -42,6 +42,9 @@ func (h *handler) prepareVMSSVM(tx *arm.Tx, w *arm.Write) error {
 	if err := checkScaleSetNetwork(tx, w.ID.String(), instanceIPConfigs(&vm)); err != nil {
 		return err
 	}
+	if err := network.CheckNewPoolRefs(tx, instancePoolRefs(&old), instancePoolRefs(&vm)); err != nil {
+		return err
+	}
 	if err := checkDataDisks(tx, w.ID.String(), vm.Properties.StorageProfile); err != nil {
 		return err
 	}
@@ -182,5 +185,14 @@ func (h *handler) scaleSetIPConfigs(tx *arm.Tx) []network.IPConfiguration {
 		out = append(out, cfgs...)
 	}
 	h.ipcCache = next
+	return out
+}
+
+// instancePoolRefs maps an instance's ip configurations to the pools they reference.
+func instancePoolRefs(vm *armcompute.VirtualMachineScaleSetVM) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range instanceIPConfigs(vm) {
+		out[ipConfigID(str(vm.ID), r)] = r.Pools
+	}
 	return out
 }

@@ -140,11 +140,14 @@ func derive(tx *arm.Tx, changed []string) {
 	}
 	ipcs := AllIPConfigurations(tx)
 	subnetIPC, poolIPC, pipIPC, natRuleIPC := index{}, index{}, index{}, index{}
+	ipBased := ipBasedPools(tx)
 	for _, c := range ipcs {
 		subnetIPC.add(c.SubnetID, c.ID)
 		pipIPC.add(c.PublicIPID, c.ID)
 		for _, p := range c.PoolIDs {
-			poolIPC.add(p, c.ID)
+			if !ipBased[arm.KeyOf(p)] { // a stale reference to an IP-based pool makes no member
+				poolIPC.add(p, c.ID)
+			}
 		}
 		for _, r := range c.InboundNatRuleIDs {
 			natRuleIPC.add(r, c.ID)

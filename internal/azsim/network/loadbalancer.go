@@ -31,6 +31,9 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		return err
 	}
 	keepResourceGUID(w)
+	if err := checkExtendedLocation(w); err != nil {
+		return err
+	}
 	d, p := w.Doc, arm.Props(w.Doc)
 	sku := arm.Obj(d, true, "sku")
 	if arm.Str(sku, "name") == "" {
@@ -113,6 +116,9 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 			pip, ok := tx.Get(pipID)
 			if !ok {
 				return arm.InvalidReference(pipID, fid)
+			}
+			if err := checkFrontendExtendedLocation(d, w.ID.String(), fid, pip); err != nil {
+				return err
 			}
 			if !strings.EqualFold(skuName, "Service") && !skuCompatible(skuName, arm.Str(pip, "sku", "name")) {
 				return arm.BadRequest("PublicIPAndLBSkuDoNotMatch", "%s sku load balancer %s cannot reference %s sku publicIP %s.", skuName, w.ID, arm.Str(pip, "sku", "name"), pipID)

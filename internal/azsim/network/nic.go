@@ -117,6 +117,9 @@ func prepareInterface(tx *arm.Tx, w *arm.Write) error {
 	if err := CheckRulesPerNIC(tx, memberships); err != nil {
 		return err
 	}
+	if err := CheckNewPoolRefs(tx, nicPoolRefs(w.Old, w.ID.String()), memberships); err != nil {
+		return err
+	}
 	tx.ReleaseIPsExcept(w.ID.String(), keep)
 	carry(w, "virtualMachine", "macAddress")
 	if arm.Str(p, "macAddress") == "" {

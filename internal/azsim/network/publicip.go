@@ -2,6 +2,8 @@ package network
 
 import (
 	"net/netip"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -49,6 +51,9 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 		return err
 	}
 	keepResourceGUID(w)
+	if err := checkExtendedLocation(w); err != nil {
+		return err
+	}
 	d := w.Doc
 	p := arm.Props(d)
 	sku := arm.Obj(d, true, "sku")
@@ -101,6 +106,10 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 		}
 		if isV6(w.Old) != isV6(d) {
 			return arm.BadRequest("PublicIPAddressVersionCannotBeChanged", "The IP version of public IP %s cannot be changed.", w.ID)
+		}
+		if t := changedIPTagTypes(w.Old, d); len(t) > 0 {
+			return arm.BadRequest("PublicIPIpTagsCannotBeChanged",
+				"The IP tags of type %s of public IP %s cannot be changed after it is created; only FirstPartyUsage IP tags can.", strings.Join(t, ", "), w.ID)
 		}
 	}
 	// DNS label: fqdn = label.location.cloudapp.azure.com, unique per location.
@@ -310,4 +319,38 @@ func checkSKUChange(id string, old map[string]any, to string) error {
 			"Public IP %s must use Static allocation before its SKU can be upgraded from Basic to %s.", id, to)
 	}
 	return nil
+}
+
+// changedIPTagTypes lists the IP tag types other than FirstPartyUsage whose tags differ between
+// two versions of a public IP: ARM changes only FirstPartyUsage tags of an existing public IP
+// (the error code for the others is azsim's; the reference material names none).
+func changedIPTagTypes(old, doc map[string]any) []string {
+	shown := map[string]string{}
+	byType := func(d map[string]any) map[string][]string {
+		out := map[string][]string{}
+		for _, t := range arm.Arr(arm.Props(d), "ipTags") {
+			typ := arm.Str(t, "ipTagType")
+			shown[strings.ToLower(typ)] = typ
+			out[strings.ToLower(typ)] = append(out[strings.ToLower(typ)], arm.Str(t, "tag"))
+		}
+		for _, v := range out {
+			sort.Strings(v)
+		}
+		return out
+	}
+	a, b := byType(old), byType(doc)
+	var out []string
+	for _, m := range []map[string][]string{a, b} {
+		for typ := range m {
+			if typ == "firstpartyusage" || slices.Contains(out, typ) || slices.Equal(a[typ], b[typ]) {
+				continue
+			}
+			out = append(out, typ)
+		}
+	}
+	sort.Strings(out)
+	for i, t := range out {
+		out[i] = shown[t]
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"fmt"
 	"net/netip"
 )
 
@@ -49,6 +50,29 @@ type PLSOptions struct {
 	AutoApproval []string
 }
 
+// Warning is part of an annotation that is not applied as written but does not stop the
+// service (the existing provider accepts it): the service reconciles and the user is told.
+type Warning struct {
+	// Reason is the event reason.
+	Reason     string
+	Annotation string
+	Value      string
+	Message    string
+}
+
+// Warning reasons.
+const (
+	// ReasonSourceRangeIgnored: a malformed entry of a source-range key was dropped.
+	ReasonSourceRangeIgnored = "InvalidSourceRangeIgnored"
+	// ReasonProbePortNotServicePort: a per-port probe port names no service port; that port is
+	// probed directly.
+	ReasonProbePortNotServicePort = "ProbePortNotServicePort"
+)
+
+func (w Warning) String() string {
+	return fmt.Sprintf("%s=%q: %s", w.Annotation, w.Value, w.Message)
+}
+
 // ServiceOptions is every Azure annotation of a Service, parsed and validated.
 type ServiceOptions struct {
 	Internal       bool
@@ -58,14 +82,16 @@ type ServiceOptions struct {
 	IPv4 netip.Addr
 	IPv6 netip.Addr
 
-	PIPNameIPv4         string
-	PIPNameIPv6         string
-	PIPPrefixIDIPv4     string
-	PIPPrefixIDIPv6     string
-	PIPResourceGroup    string
-	DNSLabelName        *string // nil: not managed; "": remove the label
-	PIPTags             map[string]string
-	PIPIPTags           []IPTag
+	PIPNameIPv4      string
+	PIPNameIPv6      string
+	PIPPrefixIDIPv4  string
+	PIPPrefixIDIPv6  string
+	PIPResourceGroup string
+	DNSLabelName     *string // nil: not managed; "": remove the label
+	PIPTags          map[string]string
+	PIPIPTags        []IPTag
+	// PIPIPTagsSet: azure-pip-ip-tags is present (an empty value asks for no IP tags).
+	PIPIPTagsSet        bool
 	AdditionalPublicIPs []netip.Addr
 	Mode                string   // Basic SKU only; parsed for compatibility, ignored on Standard
 	Configurations      []string // multi-SLB configuration names
@@ -83,8 +109,15 @@ type ServiceOptions struct {
 	AllowedServiceTags        []string
 	DenyAllExceptSourceRanges bool
 	DisableNSGRule            bool
+	// InvalidRanges are the malformed entries dropped from the source-range keys (key=value).
+	// As in the existing provider, a service with any never gets the default Internet allow
+	// rule and gets the deny-all rule: a typo never opens a restricted service wider.
+	InvalidRanges []string
 
 	PLS PLSOptions
+
+	// Warnings are the parts of annotations that were not applied as written (events).
+	Warnings []Warning
 }
 
 // Port returns the per-port options of a service port (zero value when none are set).

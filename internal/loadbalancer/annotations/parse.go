@@ -36,8 +36,14 @@ var (
 
 // parser accumulates every error so that one event lists all mistakes at once.
 type parser struct {
-	ann  map[string]string
-	errs []error
+	ann      map[string]string
+	errs     []error
+	warnings []Warning
+	invalid  []string
+}
+
+func (p *parser) warn(reason, key, value, msg string, args ...any) {
+	p.warnings = append(p.warnings, Warning{Reason: reason, Annotation: key, Value: value, Message: fmt.Sprintf(msg, args...)})
 }
 
 func (p *parser) fail(key, value, reason string, args ...any) {
@@ -136,6 +142,9 @@ func (p *parser) addr(key string, v string, want4, want6 bool) netip.Addr {
 	return a
 }
 
+// prefixes parses a list of CIDRs. A malformed entry is dropped with a warning, as the existing
+// provider does; the service then keeps no default Internet rule and gets the deny-all rule
+// (ServiceOptions.InvalidRanges), so the typo cannot open it wider than intended.
 func (p *parser) prefixes(key string, values []string) []netip.Prefix {
 	var out []netip.Prefix
 	for _, v := range values {
@@ -145,7 +154,8 @@ func (p *parser) prefixes(key string, values []string) []netip.Prefix {
 			if a, aerr := netip.ParseAddr(v); aerr == nil && a.Zone() == "" {
 				pf = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 			} else {
-				p.fail(key, v, "not a CIDR")
+				p.invalid = append(p.invalid, key+"="+v)
+				p.warn(ReasonSourceRangeIgnored, key, v, "not a CIDR; the entry is ignored, the other ranges apply, the service gets no default Internet rule and gets the deny-all NSG rule")
 				continue
 			}
 		}
@@ -262,6 +272,7 @@ func Parse(svc *v1.Service) (*ServiceOptions, error) {
 		}
 		o.PIPTags[kv[0]] = kv[1]
 	}
+	_, o.PIPIPTagsSet = p.get(PIPIPTags)
 	for _, kv := range p.keyValues(PIPIPTags) {
 		if kv[1] == "" {
 			p.fail(PIPIPTags, kv[0]+"=", "entries must be IPTagType=Tag")
@@ -307,6 +318,7 @@ func Parse(svc *v1.Service) (*ServiceOptions, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	o.Warnings, o.InvalidRanges = p.warnings, p.invalid
 	return o, nil
 }
 
@@ -349,10 +361,19 @@ func (p *parser) parsePorts(svc *v1.Service, o *ServiceOptions) {
 				PortProbeKey(port, PortProbeInterval), PortProbeKey(port, PortProbeNumOfProbe)),
 		}
 		if v, ok := p.get(PortProbeKey(port, PortProbePort)); ok && v != "" {
-			if !probePortExists(svc, v) {
-				p.fail(PortProbeKey(port, PortProbePort), v, "names no port (number or name) of the service")
-			} else {
+			key := PortProbeKey(port, PortProbePort)
+			n, nerr := strconv.ParseInt(v, 10, 32)
+			switch {
+			case probePortExists(svc, v):
 				po.Probe.Port = v
+			case nerr == nil && n >= 1 && n <= 65535:
+				// The existing provider probes a number that is no service port directly.
+				po.Probe.Port = v
+				p.warn(ReasonProbePortNotServicePort, key, v, "is not a port of the service; the load balancer probes port %d on the nodes directly", n)
+			case nerr == nil:
+				p.fail(key, v, "must be a port of the service or a port number between 1 and 65535")
+			default:
+				p.fail(key, v, "names no port (number or name) of the service")
 			}
 		}
 		o.Ports[port] = po

@@ -291,13 +291,11 @@ func TestParseInvalid(t *testing.T) {
 		{"per-port protocol", map[string]string{PortProbeKey(80, PortProbeProtocol): "udp"}, nil, PortProbeKey(80, PortProbeProtocol), "udp"},
 		{"per-port path", map[string]string{PortProbeKey(80, PortProbeRequestPath): "x"}, nil, PortProbeKey(80, PortProbeRequestPath), "x"},
 		{"per-port num", map[string]string{PortProbeKey(80, PortProbeNumOfProbe): "zero"}, nil, PortProbeKey(80, PortProbeNumOfProbe), "zero"},
-		{"per-port probe port unknown", map[string]string{PortProbeKey(80, PortProbePort): "8080"}, nil, PortProbeKey(80, PortProbePort), "8080"},
 		{"per-port probe port unknown name", map[string]string{PortProbeKey(80, PortProbePort): "metrics"}, nil, PortProbeKey(80, PortProbePort), "metrics"},
+		{"per-port probe port zero", map[string]string{PortProbeKey(80, PortProbePort): "0"}, nil, PortProbeKey(80, PortProbePort), "0"},
+		{"per-port probe port too high", map[string]string{PortProbeKey(80, PortProbePort): "70000"}, nil, PortProbeKey(80, PortProbePort), "70000"},
 		{"no lb rule not bool", map[string]string{PortNoLBRuleKey(80): "x"}, nil, PortNoLBRuleKey(80), "x"},
 		{"no probe rule not bool", map[string]string{PortNoProbeRuleKey(53): "x"}, nil, PortNoProbeRuleKey(53), "x"},
-		{"spec range bad", nil, func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33"} }, "spec.loadBalancerSourceRanges", "10.0.0.0/33"},
-		{"core range bad", map[string]string{CoreLBSourceRanges: "abc"}, nil, CoreLBSourceRanges, "abc"},
-		{"allowed range bad", map[string]string{AllowedIPRanges: "10.0.0.0/8,10.0.0.0/x"}, nil, AllowedIPRanges, "10.0.0.0/x"},
 		{"allowed ranges with spec ranges", map[string]string{AllowedIPRanges: "10.0.0.0/8"}, func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} }, AllowedIPRanges, "10.0.0.0/8"},
 		{"service tag bad", map[string]string{AllowedServiceTags: "Azure Cloud"}, nil, AllowedServiceTags, "Azure Cloud"},
 		{"deny all not bool", map[string]string{DenyAllExceptLBSources: "sure"}, nil, DenyAllExceptLBSources, "sure"},
@@ -341,6 +339,75 @@ func TestParseInvalid(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.wantKey) {
 				t.Fatalf("message %q lacks the annotation name", err)
+			}
+		})
+	}
+}
+
+// TestParseLenient covers what the existing provider accepts and this parser accepts too, with a
+// warning naming the part not applied as written.
+func TestParseLenient(t *testing.T) {
+	tests := []struct {
+		name        string
+		ann         map[string]string
+		mod         func(*v1.Service)
+		wantRanges  []string // SourceRanges then AllowedIPRanges
+		wantInvalid []string
+		wantWarn    []Warning
+		check       func(t *testing.T, o *ServiceOptions)
+	}{
+		{name: "probe port not a service port", ann: map[string]string{PortProbeKey(80, PortProbePort): "8080"},
+			wantWarn: []Warning{{Reason: ReasonProbePortNotServicePort, Annotation: PortProbeKey(80, PortProbePort), Value: "8080"}},
+			check: func(t *testing.T, o *ServiceOptions) {
+				if o.Port(80).Probe.Port != "8080" {
+					t.Fatal(o.Port(80))
+				}
+			}},
+		{name: "probe port of the service: no warning", ann: map[string]string{PortProbeKey(80, PortProbePort): "53"}},
+		{name: "one malformed allowed range", ann: map[string]string{AllowedIPRanges: "10.0.0.0/8,10.0.0.0/x, 192.168.1.1"},
+			wantRanges: []string{"10.0.0.0/8", "192.168.1.1/32"}, wantInvalid: []string{AllowedIPRanges + "=10.0.0.0/x"},
+			wantWarn: []Warning{{Reason: ReasonSourceRangeIgnored, Annotation: AllowedIPRanges, Value: "10.0.0.0/x"}}},
+		{name: "malformed core annotation entries", ann: map[string]string{CoreLBSourceRanges: "abc,1.2.3.0/24,300.1.1.1/8"},
+			wantRanges: []string{"1.2.3.0/24"}, wantInvalid: []string{CoreLBSourceRanges + "=abc", CoreLBSourceRanges + "=300.1.1.1/8"},
+			wantWarn: []Warning{{Reason: ReasonSourceRangeIgnored, Annotation: CoreLBSourceRanges, Value: "abc"},
+				{Reason: ReasonSourceRangeIgnored, Annotation: CoreLBSourceRanges, Value: "300.1.1.1/8"}}},
+		{name: "malformed spec range", mod: func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33", "10.1.0.0/16"} },
+			wantRanges: []string{"10.1.0.0/16"}, wantInvalid: []string{"spec.loadBalancerSourceRanges=10.0.0.0/33"},
+			wantWarn: []Warning{{Reason: ReasonSourceRangeIgnored, Annotation: "spec.loadBalancerSourceRanges", Value: "10.0.0.0/33"}}},
+		{name: "every allowed range malformed", ann: map[string]string{AllowedIPRanges: "x,y"},
+			wantInvalid: []string{AllowedIPRanges + "=x", AllowedIPRanges + "=y"},
+			wantWarn: []Warning{{Reason: ReasonSourceRangeIgnored, Annotation: AllowedIPRanges, Value: "x"},
+				{Reason: ReasonSourceRangeIgnored, Annotation: AllowedIPRanges, Value: "y"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := svcWith(tc.ann)
+			if tc.mod != nil {
+				tc.mod(s)
+			}
+			o, err := Parse(s)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			var ranges []string
+			for _, p := range append(append([]netip.Prefix{}, o.SourceRanges...), o.AllowedIPRanges...) {
+				ranges = append(ranges, p.String())
+			}
+			if !reflect.DeepEqual(ranges, tc.wantRanges) || !reflect.DeepEqual(o.InvalidRanges, tc.wantInvalid) {
+				t.Fatalf("ranges %v invalid %v, want %v %v", ranges, o.InvalidRanges, tc.wantRanges, tc.wantInvalid)
+			}
+			if len(o.Warnings) != len(tc.wantWarn) {
+				t.Fatalf("warnings %v, want %v", o.Warnings, tc.wantWarn)
+			}
+			for i, w := range tc.wantWarn {
+				got := o.Warnings[i]
+				if got.Reason != w.Reason || got.Annotation != w.Annotation || got.Value != w.Value || got.Message == "" ||
+					!strings.Contains(got.String(), w.Annotation) {
+					t.Fatalf("warning %d = %+v, want %+v", i, got, w)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, o)
 			}
 		})
 	}

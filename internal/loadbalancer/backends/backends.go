@@ -67,10 +67,27 @@ func New(o Options) (Backends, error) {
 	return nil, nil
 }
 
-// NodeIPFilter is the node filter of IP-based pools: they always leave control-plane nodes out,
-// as the existing provider does.
+// NodeIPFilter is the node filter of IP-based pools. Control-plane nodes stay out unless
+// excludeMasterFromStandardLB is false (the existing provider leaves them out of IP-based pools
+// whatever the key says).
 func NodeIPFilter(cfg *config.Config) membership.NodeFilter {
-	return membership.NodeFilter{ExcludeControlPlane: true, ResourceGroup: cfg.ResourceGroup}
+	return membership.NodeFilter{ExcludeControlPlane: cfg.ExcludeMasters(), ResourceGroup: cfg.ResourceGroup}
+}
+
+// PreConfigured reports whether the cluster pools of load balancer lbName are managed by
+// someone else (azure.json preConfiguredBackendPoolLoadBalancerTypes: internal, external, all):
+// their members are then never written.
+func PreConfigured(types, lbName string) bool {
+	internal := strings.HasSuffix(strings.ToLower(lbName), "-internal")
+	switch strings.ToLower(types) {
+	case "all":
+		return true
+	case "internal":
+		return internal
+	case "external":
+		return !internal
+	}
+	return false
 }
 
 // VNetID is the virtual network of IP-based pool entries.

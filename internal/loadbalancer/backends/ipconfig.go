@@ -62,16 +62,7 @@ type ipConfigBackends struct {
 
 // managed reports whether this implementation manages the pool members of lb.
 func (b *ipConfigBackends) managed(lb *armnetwork.LoadBalancer) bool {
-	internal := strings.HasSuffix(strings.ToLower(str(lb.Name)), "-internal")
-	switch strings.ToLower(b.preConfigured) {
-	case "all":
-		return false
-	case "internal":
-		return !internal
-	case "external":
-		return internal
-	}
-	return true
+	return !PreConfigured(b.preConfigured, str(lb.Name))
 }
 
 // clusterPool is one of the cluster's pools on a load balancer.

@@ -23,15 +23,21 @@ type NodeIP struct {
 	filter  membership.NodeFilter
 	lbs     *writer.Registry[armnetwork.LoadBalancer]
 	entries PoolEntries
+	// preConfigured is preConfiguredBackendPoolLoadBalancerTypes.
+	preConfigured string
 }
 
 // NewNodeIP returns the IP-based pool backends; entries may be nil.
 func NewNodeIP(cfg *config.Config, ws *writers.Set, entries PoolEntries) *NodeIP {
-	return &NodeIP{vnetID: VNetID(cfg), filter: NodeIPFilter(cfg), lbs: ws.LoadBalancers, entries: entries}
+	return &NodeIP{vnetID: VNetID(cfg), filter: NodeIPFilter(cfg), lbs: ws.LoadBalancers, entries: entries,
+		preConfigured: cfg.PreConfiguredBackendPoolLoadBalancerTypes}
 }
 
 // Sync implements Backends.
 func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
+	if lb == nil || PreConfigured(b.preConfigured, str(lb.Name)) {
+		return nil
+	}
 	eligible := b.filter.Eligible(nodes)
 	var errs []error
 	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
@@ -48,6 +54,9 @@ func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.Lo
 
 // Detach implements Backends.
 func (b *NodeIP) Detach(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer) error {
+	if lb == nil || PreConfigured(b.preConfigured, str(lb.Name)) {
+		return nil
+	}
 	var errs []error
 	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
 		name := naming.BackendPoolName(clusterName, fam)

@@ -14,11 +14,11 @@ const (
 )
 
 var (
-	// placements counts service placement decisions that placed a new service, moved one, or
-	// found no eligible load balancer.
+	// placements counts service placement decisions that placed a new service, moved one, found
+	// no eligible load balancer, or found none with room under maximumLoadBalancerRuleCount.
 	placements = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "service_placements_total", StabilityLevel: metrics.ALPHA,
-		Help: "Service placement decisions by result (placed, moved, no_eligible).",
+		Help: "Service placement decisions by result (placed, moved, no_eligible, rule_limit).",
 	}, []string{"result"})
 	// moves counts services moved to another load balancer (each service of a shared IP counts).
 	moves = metrics.NewCounter(&metrics.CounterOpts{

@@ -39,6 +39,9 @@ const (
 	ReasonNoEligibleLoadBalancer = "NoEligibleLoadBalancer"
 	ReasonNoLoadBalancerForNode  = "NoLoadBalancerForNode"
 	ReasonMultiSLBMisconfigured  = "MultipleLoadBalancersMisconfigured"
+	// ReasonRuleLimitReached: no eligible load balancer has room for the service's rules under
+	// maximumLoadBalancerRuleCount (the same reason as the single load balancer's refusal).
+	ReasonRuleLimitReached = "LoadBalancerRuleLimitReached"
 )
 
 // EndpointNodesFunc names the nodes hosting ready endpoints of a service; ok is false while
@@ -295,25 +298,31 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 			group = append(group, p.placeInput(m, holder))
 		}
 	}
+	need := 0
+	for _, m := range append([]*plan.Service{s}, members...) {
+		need += plan.RuleCount(m)
+	}
 	p.pendingMu.Lock()
 	for _, c := range p.Clusters(base) {
 		rules[c.LBNamePrefix] += p.pending[pendingKey(c.LBNamePrefix, internal)]
 	}
 	group[0].Full = p.privateLinkRoom(base, s, plsList)
-	d, err := placement.PlaceGroup(p.cfgs, group, rules)
+	d, err := placement.PlaceGroup(p.cfgs, group, rules, placement.RuleLimit{Max: base.MaxRules, Need: need})
 	release, releasePLS := func() {}, func() {}
 	if err == nil && (current == "" || d.Moved) {
-		n := 0
-		for _, m := range append([]*plan.Service{s}, members...) {
-			n += plan.RuleCount(m)
-		}
-		release = p.reserve(p.pending, pendingKey(d.Name, internal), n)
+		release = p.reserve(p.pending, pendingKey(d.Name, internal), need)
 		if s.Opts.PLS.Create {
 			releasePLS = p.reserve(p.pendingPLS, pendingKey(d.Name, internal), 1)
 		}
 	}
 	p.pendingMu.Unlock()
-	if err != nil {
+	var full *placement.RuleLimitError
+	switch {
+	case errors.As(err, &full):
+		p.event(s.Svc, v1.EventTypeWarning, ReasonRuleLimitReached, err.Error())
+		placements.WithLabelValues("rule_limit").Inc()
+		return nil, err
+	case err != nil:
 		p.event(s.Svc, v1.EventTypeWarning, ReasonNoEligibleLoadBalancer, err.Error())
 		placements.WithLabelValues("no_eligible").Inc()
 		return nil, err

@@ -48,6 +48,10 @@ const (
 	LegacyTagService         = "service"
 	LegacyTagClusterName     = "kubernetes-cluster-name"
 	LegacyTagDNSLabelService = "kubernetes-dns-label-service"
+	// TagPIPTagKeys lists the tag keys that azure-pip-tags put on a managed public IP, so that
+	// a key removed from the annotation is removed from the public IP too (the existing
+	// provider removes it only with systemTags).
+	TagPIPTagKeys = "k8s-azure-pip-tag-keys"
 )
 
 // NSG rule naming and the priority band the provider owns.

@@ -182,12 +182,42 @@ func hasServiceSelector(cfgs []Config, name string) bool {
 	return false
 }
 
+// RuleLimit is maximumLoadBalancerRuleCount for placement: a load balancer never receives a
+// service whose rules would take it past Max.
+type RuleLimit struct {
+	// Max load-balancing rules per load balancer (0: no limit).
+	Max int
+	// Need is the number of rules the group brings.
+	Need int
+}
+
+// RuleLimitError says that every eligible load balancer is too full for the group.
+type RuleLimitError struct {
+	Service string
+	Need    int
+	Max     int
+	// Counts are the rules on each eligible load balancer's configuration.
+	Counts map[string]int
+	Names  []string
+}
+
+func (e *RuleLimitError) Error() string {
+	parts := make([]string, 0, len(e.Names))
+	for _, n := range e.Names {
+		parts = append(parts, fmt.Sprintf("%s has %d", n, e.Counts[n]))
+	}
+	return fmt.Sprintf("service %s needs %d load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount %d (%s)",
+		e.Service, e.Need, e.Max, strings.Join(parts, ", "))
+}
+
 // PlaceGroup places services that share a frontend IP: they go together, to a configuration
 // every one of them may use. rules counts the load-balancing rules on each configuration's load
 // balancer (of the group's kind); the group stays on its current configuration while all
 // members may use it, else it goes to the eligible one with the fewest rules (ties: the first in
-// configuration order). With no common configuration nothing moves and the error says why.
-func PlaceGroup(cfgs []Config, group []Service, rules map[string]int) (Decision, error) {
+// configuration order) among those with room for limit.Need more rules. With no common
+// configuration nothing moves and the error says why; with no room anywhere the error is a
+// *RuleLimitError.
+func PlaceGroup(cfgs []Config, group []Service, rules map[string]int, limit RuleLimit) (Decision, error) {
 	if len(group) == 0 {
 		return Decision{}, fmt.Errorf("no service to place")
 	}
@@ -220,8 +250,15 @@ func PlaceGroup(cfgs []Config, group []Service, rules map[string]int) (Decision,
 			return Decision{Name: n}, nil
 		}
 	}
-	best := common[0]
-	for _, n := range common[1:] {
+	room := common
+	if limit.Max > 0 {
+		room = slices.DeleteFunc(slices.Clone(common), func(n string) bool { return rules[n]+limit.Need > limit.Max })
+		if len(room) == 0 {
+			return Decision{}, &RuleLimitError{Service: group[0].Key, Need: limit.Need, Max: limit.Max, Counts: rules, Names: common}
+		}
+	}
+	best := room[0]
+	for _, n := range room[1:] {
 		if rules[n] < rules[best] {
 			best = n
 		}

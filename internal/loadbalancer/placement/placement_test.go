@@ -112,6 +112,7 @@ func TestPlaceGroup(t *testing.T) {
 		name    string
 		group   []Service
 		rules   map[string]int
+		limit   RuleLimit
 		want    Decision
 		wantErr string
 	}{
@@ -130,11 +131,28 @@ func TestPlaceGroup(t *testing.T) {
 		{name: "shared IP: nothing in common, nothing moves",
 			group:   []Service{{Key: "a/1", Current: "kubernetes", Requested: []string{"kubernetes"}}, {Key: "a/2", Requested: []string{"lb2"}}},
 			wantErr: "no load balancer configuration in common"},
+		{name: "rule limit: the one with fewest rules is skipped when the group does not fit", group: []Service{{Key: "a/1"}},
+			rules: map[string]int{"kubernetes": 8, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 2}, want: Decision{Name: "kubernetes"}},
+		{name: "rule limit: exactly full fits", group: []Service{{Key: "a/1"}},
+			rules: map[string]int{"kubernetes": 9, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 1}, want: Decision{Name: "kubernetes"}},
+		{name: "rule limit: no room anywhere", group: []Service{{Key: "a/1"}},
+			rules: map[string]int{"kubernetes": 10, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 2},
+			wantErr: "service a/1 needs 2 load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount 10 (kubernetes has 10, lb2 has 9)"},
+		{name: "rule limit: a placed service stays on a full load balancer", group: []Service{{Key: "a/1", Current: "kubernetes"}},
+			rules: map[string]int{"kubernetes": 10, "lb2": 0}, limit: RuleLimit{Max: 10, Need: 1}, want: Decision{Name: "kubernetes"}},
+		{name: "rule limit: a move goes only where there is room", group: []Service{{Key: "a/1", Current: "lb3"}},
+			rules: map[string]int{"kubernetes": 2, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 3}, want: Decision{Name: "kubernetes", Moved: true, From: "lb3"}},
+		{name: "rule limit 0: no limit", group: []Service{{Key: "a/1"}},
+			rules: map[string]int{"kubernetes": 1000, "lb2": 999}, want: Decision{Name: "lb2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlaceGroup(cfgs, tc.group, tc.rules)
+			got, err := PlaceGroup(cfgs, tc.group, tc.rules, tc.limit)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				var rle *RuleLimitError
+				if strings.Contains(tc.wantErr, "room") && !errors.As(err, &rle) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
 				}
 				return

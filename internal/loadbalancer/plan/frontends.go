@@ -115,7 +115,18 @@ func KeepPrivateIPs(fronts []Frontend, have []*armnetwork.FrontendIPConfiguratio
 	}
 }
 
-// RuleCount estimates the load balancing rules a service adds: one per port and IP family.
+// RuleCount estimates the load balancing rules a service adds: one per port and IP family (one
+// per family with HA ports; ports with no_lb_rule add none).
 func RuleCount(s *Service) int {
-	return max(len(s.Svc.Spec.Ports), 1) * max(len(s.Families()), 1)
+	fams := max(len(s.Families()), 1)
+	if s.Opts != nil && s.Opts.HAPorts {
+		return fams
+	}
+	ports := 0
+	for _, p := range s.Svc.Spec.Ports {
+		if s.Opts == nil || !s.Opts.Port(p.Port).NoLBRule {
+			ports++
+		}
+	}
+	return max(ports, 1) * fams
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 )
 
@@ -125,6 +126,8 @@ func TestRuleCount(t *testing.T) {
 		{[]svcOpt{withPorts(tcp(80, 30080), udp(53, 30053))}, 2},
 		{[]svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443)), dualStack}, 4},
 		{[]svcOpt{withPorts()}, 1},
+		{[]svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443)), withAnn(annotations.PortNoLBRuleKey(443), "true")}, 1},
+		{[]svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443)), withAnn(annotations.Internal, "true"), withAnn(annotations.HAPorts, "true")}, 1},
 	} {
 		if got := RuleCount(mkService(t, uidA, "a", tc.opts...)); got != tc.want {
 			t.Errorf("%v: %d rules, want %d", tc.opts, got, tc.want)
@@ -163,6 +166,29 @@ func TestConfigTags(t *testing.T) {
 	} {
 		if got := fmt.Sprint(ConfigTags(&config.Config{Tags: tc.tags, TagsMap: tc.m})); got != tc.out {
 			t.Errorf("%q %v: %s, want %s", tc.tags, tc.m, got, tc.out)
+		}
+	}
+}
+
+func TestCheckRuleLimit(t *testing.T) {
+	for _, tc := range []struct {
+		before, after, max int
+		wantErr            bool
+	}{
+		{0, 10, 10, false},
+		{10, 11, 10, true},
+		{9, 12, 10, true},
+		{12, 12, 10, false}, // over a lowered limit: unchanged is fine
+		{12, 11, 10, false}, // and shrinking too
+		{12, 13, 10, true},
+		{100, 1000, 0, false},
+	} {
+		err := CheckRuleLimit("lb", tc.before, tc.after, tc.max)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%d -> %d (max %d): %v", tc.before, tc.after, tc.max, err)
+		}
+		if err != nil && err.Error() != "load balancer lb would have "+itoa(int32(tc.after))+" load balancing rules, more than maximumLoadBalancerRuleCount "+itoa(int32(tc.max)) {
+			t.Errorf("message %q", err)
 		}
 	}
 }

@@ -135,6 +135,8 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 	})
 	pruneSharedProbe(props)
 	pruneLocalPools(props, s.Svc.Namespace, s.Svc.Name)
+	// Level-triggered: the configured tags are put back on every write of a service.
+	lb.Tags, _ = c.TagPolicy.ApplyConfig(lb.Tags)
 	return lb, nil
 }
 
@@ -255,12 +257,8 @@ func newLB(c *Cluster, name string) *armnetwork.LoadBalancer {
 		SKU:        &armnetwork.LoadBalancerSKU{Name: to.Ptr(armnetwork.LoadBalancerSKUNameStandard)},
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{},
 	}
-	if len(c.Tags) > 0 {
-		lb.Tags = map[string]*string{}
-		for k, v := range c.Tags {
-			lb.Tags[k] = to.Ptr(v)
-		}
-	}
+	lb.Tags, _ = c.TagPolicy.ApplyConfig(nil)
+	lb.ExtendedLocation = c.extendedLocation()
 	return lb
 }
 
@@ -297,7 +295,7 @@ func ensureFrontend(c *Cluster, lbName string, props *armnetwork.LoadBalancerPro
 	}
 	if mine == nil {
 		mine = &armnetwork.FrontendIPConfiguration{Name: to.Ptr(own), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{}}
-		if fr.PublicIPID == "" && len(c.Zones) > 0 {
+		if fr.PublicIPID == "" && len(c.Zones) > 0 && c.EdgeZone == "" {
 			// Internal frontends are zone-redundant from creation; zones cannot change later.
 			for _, z := range c.Zones {
 				mine.Zones = append(mine.Zones, to.Ptr(z))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 // ruleWant is the expected shape of one rule.
@@ -203,6 +204,14 @@ func TestApplyServicePublicRulesAndProbes(t *testing.T) {
 				{name: svcA + "-TCP-8080", proto: tcpT, fePort: 8080, bePort: 8080, floating: true, tcpReset: true, idle: 4, dist: dflt, frontend: svcA, pool: "kubernetes", probe: svcA + "-TCP-8080"},
 			},
 			probes: []probeWant{{svcA + "-TCP-80", pTCP, 30880, nil, 5, 2}, {svcA + "-TCP-8080", pTCP, 30880, nil, 5, 2}},
+		},
+		{
+			name: "per-port probe port that is no service port is probed directly",
+			opts: []svcOpt{withPorts(tcp(80, 30080)), withAnn(annotations.PortProbeKey(80, annotations.PortProbePort), "10256")},
+			rules: []ruleWant{
+				{name: svcA + "-TCP-80", proto: tcpT, fePort: 80, bePort: 80, floating: true, tcpReset: true, idle: 4, dist: dflt, frontend: svcA, pool: "kubernetes", probe: svcA + "-TCP-80"},
+			},
+			probes: []probeWant{{svcA + "-TCP-80", pTCP, 10256, nil, 5, 2}},
 		},
 		{
 			name: "no_lb_rule and no_probe_rule",
@@ -488,7 +497,7 @@ func TestOutboundSNATAndClusterSettings(t *testing.T) {
 	c := cluster()
 	c.DisableOutboundSNAT = true
 	c.LBNamePrefix = "mylb"
-	c.Tags = map[string]string{"env": "prod"}
+	c.TagPolicy = tags.Policy{Config: map[string]string{"env": "prod"}}
 	s := mkService(t, uidA, "a")
 	lb, err := ApplyService(nil, c, s, publicFronts(s, "p"))
 	if err != nil {

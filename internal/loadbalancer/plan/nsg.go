@@ -13,6 +13,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 // NSG limits of ARM.
@@ -35,6 +36,8 @@ type SecurityInput struct {
 	// RetainPorts are, by ARM protocol (Tcp, Udp, *), the ports other services still serve on
 	// the same destinations (shared IPs, node IPs); their part of shared rules is kept.
 	RetainPorts map[armnetwork.SecurityRuleProtocol][]int32
+	// Tags are azure.json's tag settings, reconciled on the NSG with every write.
+	Tags tags.Policy
 }
 
 // DestinationPorts groups the service's NSG destination ports by ARM protocol: service ports, or
@@ -77,7 +80,7 @@ var securityProtocols = []armnetwork.SecurityRuleProtocol{
 // restrictions (or with an allow-all range) are open to the Internet tag; internal services only
 // when a range explicitly allows all.
 func allowFromInternet(o *annotations.ServiceOptions) bool {
-	if len(o.AllowedServiceTags) > 0 {
+	if len(o.AllowedServiceTags) > 0 || len(o.InvalidRanges) > 0 {
 		return false
 	}
 	allowAll := func(ps []netip.Prefix) bool {
@@ -122,6 +125,7 @@ func ApplySecurity(nsg *armnetwork.SecurityGroup, in SecurityInput) (*armnetwork
 	if err := h.checkLimits(); err != nil {
 		return nil, err
 	}
+	nsg.Tags, _ = in.Tags.ApplyConfig(nsg.Tags)
 	return nsg, nil
 }
 
@@ -408,7 +412,9 @@ func (h *ruleHelper) patch(s *Service, dsts []netip.Addr) error {
 			}
 		}
 	}
-	if o.DenyAllExceptSourceRanges && len(o.AllowedRanges()) > 0 {
+	// Malformed ranges that were dropped also add the deny-all rule (the existing provider's
+	// safety net: what the user meant to restrict stays restricted).
+	if (o.DenyAllExceptSourceRanges && len(o.AllowedRanges()) > 0) || len(o.InvalidRanges) > 0 {
 		if len(dst4) > 0 {
 			if err := h.addDenyAll(naming.IPv4, dst4); err != nil {
 				return err

@@ -124,6 +124,21 @@ func TestApplySecurityPatch(t *testing.T) {
 			},
 		},
 		{
+			name: "a malformed range is dropped: the rest allowed, no Internet rule, deny-all",
+			opts: []svcOpt{withAnn(annotations.AllowedIPRanges, "10.0.0.0/8,192.168.1.0/24,10.0.0.0/x")},
+			dsts: addrs("203.0.113.5"),
+			want: map[string]ruleView{
+				ruleTCP80Ranges:              {500, tcpS, allw, "10.0.0.0/8,192.168.1.0/24", "203.0.113.5", "80"},
+				"k8s-azure-lb_deny-all_IPv4": {4095, anyS, deny, "*", "203.0.113.5", "*"},
+			},
+		},
+		{
+			name: "every range malformed: only the deny-all rule, never the Internet",
+			opts: []svcOpt{withAnn(annotations.CoreLBSourceRanges, "bogus")},
+			dsts: addrs("203.0.113.5"),
+			want: map[string]ruleView{"k8s-azure-lb_deny-all_IPv4": {4095, anyS, deny, "*", "203.0.113.5", "*"}},
+		},
+		{
 			name: "deny-all needs ranges",
 			opts: []svcOpt{withAnn(annotations.DenyAllExceptLBSources, "true")},
 			dsts: addrs("203.0.113.5"),

@@ -23,6 +23,10 @@ type PublicIPPlan struct {
 	// Mutate creates or updates the PIP (nil when nothing is to be written). It is a writer
 	// Mutation for the PIP's writer.
 	Mutate func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error)
+	// IPTags is what happens to the IP tags of an existing managed PIP (azure-pip-ip-tags):
+	// IPTagsRecreate asks the caller to delete the PIP and plan again; IPTagsRefuse carries the
+	// Warning for the service.
+	IPTags IPTagDecision
 }
 
 // PlanPublicIPs decides, per IP family of a public service, which public IP it uses and how it
@@ -73,6 +77,7 @@ func planPIP(c *Cluster, s *Service, f naming.Family, existing []*armnetwork.Pub
 		}
 	}
 	key := s.Key()
+	plan.IPTags = DecideIPTags(c, s, plan.Existing)
 	plan.Mutate = func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
 		if cur == nil {
 			if plan.Existing != nil {
@@ -81,6 +86,8 @@ func planPIP(c *Cluster, s *Service, f naming.Family, existing []*armnetwork.Pub
 			cur = newPIP(c, s, plan.Name, f, prefixID)
 		} else if !IsManagedPIP(c, cur) {
 			return nil, fmt.Errorf("public IP %s is not managed by this cluster", plan.Name)
+		} else if DecideIPTags(c, s, cur).Action == IPTagsUpdate {
+			setIPTags(cur, s.Opts.PIPIPTags)
 		}
 		bindPIP(c, s, cur, key)
 		return cur, nil
@@ -124,18 +131,18 @@ func newPIP(c *Cluster, s *Service, name string, f naming.Family, prefixID strin
 		},
 		Tags: map[string]*string{},
 	}
-	// New Standard PIPs are zone-redundant across the region's zones (zones are immutable later).
-	for _, z := range c.Zones {
-		p.Zones = append(p.Zones, to.Ptr(z))
+	// New Standard PIPs are zone-redundant across the region's zones (zones are immutable later);
+	// an edge zone has none.
+	if p.ExtendedLocation = c.extendedLocation(); p.ExtendedLocation == nil {
+		for _, z := range c.Zones {
+			p.Zones = append(p.Zones, to.Ptr(z))
+		}
 	}
 	for _, t := range s.Opts.PIPIPTags {
 		p.Properties.IPTags = append(p.Properties.IPTags, &armnetwork.IPTag{IPTagType: to.Ptr(t.Type), Tag: to.Ptr(t.Tag)})
 	}
 	if prefixID != "" {
 		p.Properties.PublicIPPrefix = &armnetwork.SubResource{ID: to.Ptr(prefixID)}
-	}
-	for k, v := range c.Tags {
-		p.Tags[k] = to.Ptr(v)
 	}
 	return p
 }
@@ -148,9 +155,7 @@ func bindPIP(c *Cluster, s *Service, p *armnetwork.PublicIPAddress, key string) 
 	services := append(PIPServices(p), key)
 	setTag(p.Tags, naming.TagService, naming.LegacyTagService, naming.FormatServiceTag(services))
 	setTag(p.Tags, naming.TagClusterName, naming.LegacyTagClusterName, c.ClusterName)
-	for k, v := range s.Opts.PIPTags {
-		p.Tags[k] = to.Ptr(v)
-	}
+	tagPIP(c, s, p)
 	if p.Properties == nil {
 		p.Properties = &armnetwork.PublicIPAddressPropertiesFormat{}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 func pip(name, ip string, v armnetwork.IPVersion, tags map[string]string) *armnetwork.PublicIPAddress {
@@ -35,7 +36,7 @@ func tag(p *armnetwork.PublicIPAddress, k string) string {
 
 func TestPlanPublicIPsCreatesManagedPIP(t *testing.T) {
 	c := cluster()
-	c.Tags = map[string]string{"env": "prod"}
+	c.TagPolicy = tags.Policy{Config: map[string]string{"env": "prod"}}
 	prefix := "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.Network/publicIPPrefixes/pfx"
 	s := mkService(t, uidA, "a", withAnn(annotations.PIPIPTags, "RoutingPreference=Internet"), withAnn(annotations.PIPTags, "team=web"),
 		withAnn(annotations.DNSLabelName, "myapp"), withAnn(annotations.PIPPrefixID, prefix))

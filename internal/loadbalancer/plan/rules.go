@@ -77,10 +77,16 @@ func portProbe(s *Service, port v1.ServicePort, name string) *probeSpec {
 	ps := &probeSpec{name: name, protocol: probeProtocol(o, port), port: port.NodePort}
 	if ref := o.Port(port.Port).Probe.Port; ref != "" {
 		n, err := strconv.ParseInt(ref, 10, 32)
+		found := false
 		for _, sp := range s.Svc.Spec.Ports {
 			if (err == nil && int64(sp.Port) == n) || (err != nil && eqFold(sp.Name, ref)) {
-				ps.port = sp.NodePort
+				ps.port, found = sp.NodePort, true
 			}
+		}
+		if !found && err == nil {
+			// A number that is no service port is probed directly on the nodes (the existing
+			// provider's reading; the parser warned about it).
+			ps.port = int32(n)
 		}
 	}
 	if ps.protocol != armnetwork.ProbeProtocolTCP {

@@ -49,7 +49,10 @@ func NewCluster(cfg *config.Config, clusterName string, zones []string) *Cluster
 		SharedProbe:         strings.EqualFold(cfg.ClusterServiceLoadBalancerHealthProbeMode, config.HealthProbeModeShared),
 		SharedProbePort:     cfg.ClusterServiceSharedLoadBalancerHealthProbePort,
 		SharedProbePath:     cfg.ClusterServiceSharedLoadBalancerHealthProbePath,
-		Tags:                ConfigTags(cfg),
+		TagPolicy:           cfg.TagPolicy(),
+		IPTagMutation:       cfg.EnableIPTagMutationForExistingPublicIP,
+		EdgeZone:            cfg.ExtendedLocationName,
+		MaxRules:            cfg.MaximumLoadBalancerRuleCount,
 	}
 }
 
@@ -65,16 +68,7 @@ func (c *Cluster) WithPrefix(name string) *Cluster {
 
 // ConfigTags merges azure.json tags ("k=v,k2=v2") and tagsMap (which wins).
 func ConfigTags(cfg *config.Config) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(cfg.Tags, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if k = strings.TrimSpace(k); ok && k != "" {
-			out[k] = strings.TrimSpace(v)
-		}
-	}
-	for k, v := range cfg.TagsMap {
-		out[k] = v
-	}
+	out := cfg.TagPolicy().Config
 	if len(out) == 0 {
 		return nil
 	}

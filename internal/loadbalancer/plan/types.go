@@ -9,10 +9,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tags"
 )
 
 // Cluster are the azure.json settings the planners need.
@@ -34,8 +38,24 @@ type Cluster struct {
 	SharedProbe     bool
 	SharedProbePort int32
 	SharedProbePath string
-	// Tags from azure.json (tags/tagsMap) for created LBs and public IPs.
-	Tags map[string]string
+	// TagPolicy is azure.json tags, tagsMap and systemTags: set on created load balancers and
+	// public IPs, and reconciled on them and on the NSG on every write of a service.
+	TagPolicy tags.Policy
+	// IPTagMutation is enableIPTagMutationForExistingPublicIP.
+	IPTagMutation bool
+	// EdgeZone is extendedLocationName: created load balancers and public IPs go to that edge
+	// zone (extendedLocation) and get no availability zones ("" in the region).
+	EdgeZone string
+	// MaxRules is maximumLoadBalancerRuleCount (0: no limit).
+	MaxRules int
+}
+
+// extendedLocation is the edge zone of created resources (nil in the region).
+func (c *Cluster) extendedLocation() *armnetwork.ExtendedLocation {
+	if c.EdgeZone == "" {
+		return nil
+	}
+	return &armnetwork.ExtendedLocation{Name: to.Ptr(c.EdgeZone), Type: to.Ptr(armnetwork.ExtendedLocationTypesEdgeZone)}
 }
 
 // LBName is the Azure load balancer a service of this kind lands on.
