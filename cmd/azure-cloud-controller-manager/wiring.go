@@ -15,6 +15,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam/ipam"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"
 	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
 	"github.com/azure-ccm/azure-ccm/internal/disks"
@@ -32,6 +34,8 @@ type wiring struct {
 	// NSG and public IP change becomes its own read-modify-write. It exists only so that the
 	// burst benchmark can measure the no-merging variants; nobody should run a cluster with it.
 	disableWriteMerging bool
+	// ipam holds the node-ipam flags the CCM adds (the rest are the app's).
+	ipam ipam.Flags
 
 	cfg   *cloudcontrollerconfig.CompletedConfig
 	cloud *provider.Cloud
@@ -130,6 +134,12 @@ func (w *wiring) controllers() []controllers.Controller {
 				d.Placer = p.Placer
 			}
 			return localpools.Start(ctx, cc, d)
+		}},
+		{Name: nodeipam.Name, ClientName: "node-ipam-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			shared := cc.Config.ComponentConfig.KubeCloudShared
+			f := w.ipam
+			f.ClusterCIDR, f.AllocatorType = shared.ClusterCIDR, shared.CIDRAllocatorType
+			return nodeipam.Start(ctx, cc, nodeipam.Deps{Allocate: shared.AllocateNodeCIDRs, Flags: f})
 		}},
 		{Name: pvzones.Name, ClientName: "pv-zone-labels-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
 			return pvzones.Start(ctx, cc, pvzones.Deps{Disks: disks.NewClient(w.cloud.Clients), Location: w.cloud.Config.Location})
