@@ -149,7 +149,9 @@ func newSource(ctx context.Context, o *options) (nodemanager.Source, error) {
 		return nodemanager.IMDS{Endpoint: o.imdsEndpoint,
 			Client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}}, nil
 	}
-	data, err := os.ReadFile(o.cloudConfig)
+	// $CONTAINER_SANDBOX_MOUNT_POINT and the like: a Windows HostProcess container sees its
+	// volumes below that directory.
+	data, err := os.ReadFile(os.ExpandEnv(o.cloudConfig))
 	if err != nil {
 		return nil, fmt.Errorf("--cloud-config: %w", err)
 	}
