@@ -80,5 +80,14 @@ func (w *wiring) flags() cliflag.NamedFlagSets {
 			"(a rule, probe, frontend, pool member or NSG rule changed outside the CCM); 0 turns it off, as does --controllers=*,-drift-audit")
 	da.IntVar(&w.auditWorkers, "drift-audit-workers", driftaudit.DefaultWorkers,
 		"services the drift audit checks and repairs at once")
+	// The existing provider's node-ipam flags; --allocate-node-cidrs, --cluster-cidr and
+	// --cidr-allocator-type are the cloud-provider app's own (generic flags).
+	ipamFS := fss.FlagSet("node ipam controller")
+	ipamFS.StringVar(&w.ipam.ServiceCIDR, "service-cluster-ip-range", "",
+		"CIDR range(s) of Services (one, or an IPv4 and an IPv6 one separated by a comma). Node pod CIDRs overlapping it are never assigned. Used with --allocate-node-cidrs.")
+	ipamFS.IntVar(&w.ipam.MaskSize, "node-cidr-mask-size", 0,
+		"Mask size of node pod CIDRs in a single-stack cluster (0: 24 for IPv4, 64 for IPv6). Ignored with a warning in a dual-stack cluster.")
+	ipamFS.IntVar(&w.ipam.MaskSizeIPv4, "node-cidr-mask-size-ipv4", 0, "Mask size of IPv4 node pod CIDRs (0: --node-cidr-mask-size, else 24).")
+	ipamFS.IntVar(&w.ipam.MaskSizeIPv6, "node-cidr-mask-size-ipv6", 0, "Mask size of IPv6 node pod CIDRs (0: --node-cidr-mask-size, else 64).")
 	return fss
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam/ipam"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"
 	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
 	"github.com/azure-ccm/azure-ccm/internal/disks"
@@ -36,6 +38,8 @@ type wiring struct {
 	// auditPeriod and auditWorkers are --drift-audit-period and --drift-audit-workers.
 	auditPeriod  time.Duration
 	auditWorkers int
+	// ipam holds the node-ipam flags the CCM adds (the rest are the app's).
+	ipam ipam.Flags
 
 	cfg   *cloudcontrollerconfig.CompletedConfig
 	cloud *provider.Cloud
@@ -155,6 +159,12 @@ func (w *wiring) controllers() []controllers.Controller {
 		{Name: driftaudit.Name, ClientName: "drift-audit-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
 			return driftaudit.Start(ctx, cc, driftaudit.Deps{Period: w.auditPeriod, Workers: w.auditWorkers,
 				Repairs: driftaudit.DefaultRepairs, Auditor: w.auditor})
+		}},
+		{Name: nodeipam.Name, ClientName: "node-ipam-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			shared := cc.Config.ComponentConfig.KubeCloudShared
+			f := w.ipam
+			f.ClusterCIDR, f.AllocatorType = shared.ClusterCIDR, shared.CIDRAllocatorType
+			return nodeipam.Start(ctx, cc, nodeipam.Deps{Allocate: shared.AllocateNodeCIDRs, Flags: f})
 		}},
 		{Name: pvzones.Name, ClientName: "pv-zone-labels-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
 			return pvzones.Start(ctx, cc, pvzones.Deps{Disks: disks.NewClient(w.cloud.Clients), Location: w.cloud.Config.Location})

@@ -1,155 +1,250 @@
-// Command azure-cloud-node-manager is the node-side agent: it reads the instance metadata
-// service (IMDS) of the VM it runs on and initialises its own Node (providerID, zone, region
-// and instance-type labels, addresses; it removes the uninitialized taint). It needs no ARM
-// access, so clusters whose CCM does not run the cloud-node controller
-// (--controllers=*,-cloud-node) still get initialised nodes.
+// Command azure-cloud-node-manager is the node-side agent: it initialises and then keeps up to
+// date the Node of the VM it runs on (providerID, zone, region and instance-type labels,
+// addresses; it removes the uninitialized taint), reading either the VM's instance metadata
+// service (the default; no Azure credentials) or ARM with the cluster's azure.json
+// (--use-instance-metadata=false --cloud-config=...). With --wait-routes it keeps new nodes
+// NetworkUnavailable until the CCM's route controller has created their routes. It accepts every
+// flag of the existing provider's cloud-node-manager.
 package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"syscall"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	genericcontrollermanager "k8s.io/controller-manager/app"
+	controllerhealthz "k8s.io/controller-manager/pkg/healthz"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/nodemanager"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
 )
 
-type options struct {
-	kubeconfig   string
-	master       string
-	nodeName     string
-	imdsEndpoint string
-	period       time.Duration
-	betaLabels   bool
-	removeTaint  bool
-	once         bool
-	qps          float64
-	burst        int
-}
+const userAgent = "azure-cloud-node-manager"
 
 func main() {
-	o := options{}
-	host, _ := os.Hostname()
-	klog.InitFlags(nil)
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig (empty: in-cluster config).")
-	flag.StringVar(&o.master, "master", "", "API server address (overrides the kubeconfig).")
-	flag.StringVar(&o.nodeName, "node-name", host, "Name of the Node object of this VM.")
-	flag.StringVar(&o.imdsEndpoint, "imds-endpoint", "http://169.254.169.254", "Instance metadata service endpoint.")
-	flag.DurationVar(&o.period, "node-status-update-frequency", time.Minute, "How often the Node is reconciled with IMDS.")
-	flag.BoolVar(&o.betaLabels, "enable-deprecated-beta-topology-labels", false, "Also write failure-domain.beta.kubernetes.io/* and beta.kubernetes.io/instance-type.")
-	flag.BoolVar(&o.removeTaint, "remove-uninitialized-taint", true, "Remove node.cloudprovider.kubernetes.io/uninitialized once the Node is initialised.")
-	flag.BoolVar(&o.once, "once", false, "Initialise the Node once and exit.")
-	flag.Float64Var(&o.qps, "kube-api-qps", 20, "QPS to the API server.")
-	flag.IntVar(&o.burst, "kube-api-burst", 30, "Burst to the API server.")
-	flag.Parse()
-	if o.nodeName == "" {
-		klog.Fatal("--node-name is required (the hostname is unknown)")
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		klog.ErrorS(err, "Node manager failed")
-		os.Exit(1)
-	}
+	os.Exit(cli.Run(newCommand()))
 }
 
-func run(ctx context.Context, o options) error {
+func newCommand() *cobra.Command {
+	o := newOptions()
+	cmd := &cobra.Command{
+		Use:          userAgent,
+		Long:         "The node manager initialises and updates the Node of the VM it runs on, from the instance metadata service or from ARM.",
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			cliflag.PrintFlags(cmd.Flags())
+			if err := o.complete(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			ctx, err := runAsService(ctx, o.windowsService)
+			if err != nil {
+				return err
+			}
+			return run(ctx, o)
+		},
+		Args: cobra.NoArgs,
+	}
+	fss := o.flags(cmd.Name())
+	for _, f := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(f)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cmd.SetUsageFunc(func(cmd *cobra.Command) error {
+		fmt.Fprintf(cmd.OutOrStderr(), "Usage:\n  %s\n", cmd.UseLine())
+		cliflag.PrintSections(cmd.OutOrStderr(), fss, cols)
+		return nil
+	})
+	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  %s\n", cmd.Long, cmd.UseLine())
+		cliflag.PrintSections(cmd.OutOrStdout(), fss, cols)
+	})
+	return cmd
+}
+
+func run(ctx context.Context, o *options) error {
 	rc, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	rc.QPS, rc.Burst = float32(o.qps), o.burst
-	rc.UserAgent = "azure-cloud-node-manager"
-	kube, err := kubernetes.NewForConfig(rc)
+	rc.QPS, rc.Burst, rc.ContentType = o.qps, int(o.burst), o.contentType
+	rc.DisableCompression = true
+	kube, err := kubernetes.NewForConfig(rest.AddUserAgent(rc, userAgent))
 	if err != nil {
 		return err
 	}
-	// IMDS must be reached directly, never through a proxy.
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	sync := func(ctx context.Context) error { return syncNode(ctx, kube, hc, o) }
+	source, err := newSource(ctx, o)
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Node manager starting", "node", o.nodeName, "source", source.Name(), "waitRoutes", o.waitRoutes)
+
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartStructuredLogging(2)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer b.Shutdown()
+	s := &nodemanager.Syncer{Kube: kube, NodeName: o.nodeName, Source: source, WaitRoutes: o.waitRoutes,
+		Init:     nodes.InitOptions{BetaLabels: o.betaLabels, RemoveUninitializedTaint: o.removeTaint},
+		Recorder: b.NewRecorder(scheme.Scheme, v1.EventSource{Component: userAgent, Host: o.nodeName})}
+
 	if o.once {
 		return wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 8, Cap: time.Minute},
 			func(ctx context.Context) (bool, error) {
-				if err := sync(ctx); err != nil {
+				if err := s.Sync(ctx); err != nil {
 					klog.ErrorS(err, "Initialising node failed; retrying", "node", o.nodeName)
 					return false, nil
 				}
 				return true, nil
 			})
 	}
-	// Retry quickly until the first success, then every period.
-	backoff := time.Second
-	for {
-		err := sync(ctx)
-		next := o.period
-		if err != nil {
-			klog.ErrorS(err, "Initialising node failed; retrying", "node", o.nodeName, "retryIn", backoff)
-			next = backoff
-			if backoff *= 2; backoff > o.period {
-				backoff = o.period
-			}
-		} else {
-			backoff = time.Second
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(next):
-		}
-	}
-}
-
-func syncNode(ctx context.Context, kube kubernetes.Interface, hc *http.Client, o options) error {
-	doc, err := nodes.FetchIMDS(ctx, hc, o.imdsEndpoint)
-	if err != nil {
-		return err
-	}
-	md, err := nodes.MetadataFromIMDS(doc, o.nodeName)
-	if err != nil {
-		return err
-	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := kube.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("node %s does not exist yet", o.nodeName)
-		}
-		if err != nil {
+	if o.secureServing.BindPort != 0 || o.secureServing.Listener != nil {
+		if err := serve(ctx, o); err != nil {
 			return err
 		}
-		if node.Spec.ProviderID != "" && node.Spec.ProviderID != md.ProviderID {
-			klog.InfoS("Warning: node providerID differs from this VM's; leaving it", "node", o.nodeName,
-				"providerID", node.Spec.ProviderID, "imdsProviderID", md.ProviderID)
+	}
+	trigger := make(chan struct{}, 1)
+	if err := watchNode(ctx, kube, o, trigger); err != nil {
+		return err
+	}
+	s.Run(ctx, trigger, o.nodeStatusUpdateFrequency)
+	return nil
+}
+
+// newSource is IMDS, or ARM with azure.json.
+func newSource(ctx context.Context, o *options) (nodemanager.Source, error) {
+	if o.useInstanceMetadata {
+		// IMDS must be reached directly, never through a proxy.
+		return nodemanager.IMDS{Endpoint: o.imdsEndpoint,
+			Client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}}, nil
+	}
+	// $CONTAINER_SANDBOX_MOUNT_POINT and the like: a Windows HostProcess container sees its
+	// volumes below that directory.
+	data, err := os.ReadFile(os.ExpandEnv(o.cloudConfig))
+	if err != nil {
+		return nil, fmt.Errorf("--cloud-config: %w", err)
+	}
+	cfg, err := config.Parse(data, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("--cloud-config %s: %w", o.cloudConfig, err)
+	}
+	if _, err := arm.ChooseAuthMethod(cfg); err != nil {
+		return nil, fmt.Errorf("--cloud-config %s: %w", o.cloudConfig, err)
+	}
+	clients, err := arm.New(ctx, cfg, arm.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("ARM clients: %w", err)
+	}
+	klog.InfoS("Reading node metadata from ARM", "cloud", clients.Environment.Name, "auth", clients.AuthMethod,
+		"subscription", cfg.SubscriptionID, "resourceGroup", cfg.ResourceGroup, "vmType", cfg.VMType)
+	return nodemanager.ARM{Resolver: nodes.NewResolver(cfg, clients.Caches, nil)}, nil
+}
+
+// watchNode fires trigger when the Node appears or something the node manager writes or reads
+// changes on it (labels, taints, providerID, addresses, conditions).
+func watchNode(ctx context.Context, kube kubernetes.Interface, o *options, trigger chan<- struct{}) error {
+	resync := time.Duration(0)
+	if o.minResyncPeriod > 0 {
+		resync = time.Duration(float64(o.minResyncPeriod) * (1 + rand.Float64()))
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.nodeName).String()
+	}))
+	fire := func() {
+		select {
+		case trigger <- struct{}{}:
+		default:
 		}
-		updated, specChanged, statusChanged := nodes.ApplyMetadata(node, md, nodes.InitOptions{
-			BetaLabels: o.betaLabels, RemoveUninitializedTaint: o.removeTaint})
-		if statusChanged {
-			// Addresses first: once the taint is gone, pods may rely on them.
-			st, err := kube.CoreV1().Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-			if err != nil {
-				return err
+	}
+	_, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { fire() },
+		UpdateFunc: func(oldObj, newObj any) {
+			a, ok1 := oldObj.(*v1.Node)
+			b, ok2 := newObj.(*v1.Node)
+			if !ok1 || !ok2 || a.ResourceVersion == b.ResourceVersion || relevantChange(a, b) {
+				fire()
 			}
-			updated.ResourceVersion = st.ResourceVersion
-		}
-		if specChanged {
-			if _, err := kube.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
-			klog.InfoS("Node initialised from instance metadata", "node", o.nodeName, "providerID", updated.Spec.ProviderID,
-				"zone", md.Zone, "region", md.Region, "instanceType", md.InstanceType)
-		}
-		return nil
+		},
 	})
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	return nil
+}
+
+// relevantChange: what the node manager writes or decides on changed (not heartbeats).
+func relevantChange(a, b *v1.Node) bool {
+	return a.Spec.ProviderID != b.Spec.ProviderID || !reflect.DeepEqual(a.Labels, b.Labels) ||
+		!reflect.DeepEqual(a.Spec.Taints, b.Spec.Taints) || !reflect.DeepEqual(a.Status.Addresses, b.Status.Addresses) ||
+		networkCondition(a) != networkCondition(b)
+}
+
+func networkCondition(n *v1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeNetworkUnavailable {
+			return string(c.Status) + "/" + c.Reason
+		}
+	}
+	return ""
+}
+
+// serve starts /healthz (and /metrics, /livez ...) on --secure-port with delegated
+// authentication and authorization, as the existing node manager does.
+func serve(ctx context.Context, o *options) error {
+	if err := o.secureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return fmt.Errorf("self-signed serving certificate: %w", err)
+	}
+	var info *server.SecureServingInfo
+	var loopback *rest.Config
+	if err := o.secureServing.ApplyTo(&info, &loopback); err != nil {
+		return err
+	}
+	var authn server.AuthenticationInfo
+	var authz server.AuthorizationInfo
+	o.authentication.RemoteKubeConfigFile, o.authorization.RemoteKubeConfigFile = o.kubeconfig, o.kubeconfig
+	if err := o.authentication.ApplyTo(&authn, info, nil); err != nil {
+		return err
+	}
+	if err := o.authorization.ApplyTo(&authz); err != nil {
+		return err
+	}
+	checks := controllerhealthz.NewMutableHealthzHandler(healthz.PingHealthz)
+	handler := genericcontrollermanager.BuildHandlerChain(
+		genericcontrollermanager.NewBaseHandler(&componentbaseconfig.DebuggingConfiguration{}, checks), &authz, &authn)
+	if _, _, err := info.Serve(handler, 0, ctx.Done()); err != nil {
+		return fmt.Errorf("--secure-port: %w", err)
+	}
+	return nil
 }

@@ -84,6 +84,8 @@ type Cloud struct {
 	// for them, but the route controller must see them as done.
 	onPremMu     sync.Mutex
 	onPremRoutes map[string]cloudprovider.Route
+	// graceReported holds the UIDs of nodes already given the not-found grace event.
+	graceReported sync.Map
 
 	kube      kubernetes.Interface
 	recorder  record.EventRecorder
