@@ -170,15 +170,17 @@ func (r *Recorder) planned(id string) (planned, bool) {
 // record adds a write of after (nil: a deletion) over before. fill, when set, completes after
 // with what Azure would add once the difference is taken (IDs of new children are not news).
 func (r *Recorder) record(typ, id string, op Op, child string, before, after any, fill func()) error {
+	// Fill first: what Azure would set (IDs, a new public IP's address) is part of the change,
+	// so a plan shows the placeholder address where the write would put the real one.
+	if fill != nil {
+		fill()
+	}
 	var cs []changes.Change
 	if op != Delete {
 		var err error
 		if cs, err = changes.Diff(before, after); err != nil {
 			return fmt.Errorf("dry run: comparing %s: %w", id, err)
 		}
-	}
-	if fill != nil {
-		fill()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

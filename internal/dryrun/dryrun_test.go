@@ -66,7 +66,9 @@ func ctx(t *testing.T) context.Context {
 }
 
 func pool(name string, members ...string) *armnetwork.BackendAddressPool {
-	p := &armnetwork.BackendAddressPool{Name: to.Ptr(name), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{}}
+	// Every child read from ARM carries its ID.
+	p := &armnetwork.BackendAddressPool{ID: to.Ptr(lbID + "/backendAddressPools/" + name), Name: to.Ptr(name),
+		Properties: &armnetwork.BackendAddressPoolPropertiesFormat{}}
 	for _, m := range members {
 		p.Properties.LoadBalancerBackendAddresses = append(p.Properties.LoadBalancerBackendAddresses,
 			&armnetwork.LoadBalancerBackendAddress{Name: to.Ptr(m), Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr("10.0.0.1")}})

@@ -231,7 +231,8 @@ func TestPlan(t *testing.T) {
 		t.Errorf("problems %+v, want the invalid annotation of plan-bad", r.plan.Problems)
 	}
 	if len(r.plan.Placeholders) == 0 {
-		t.Error("the new public IP's address is not named as a placeholder")
+		b, _ := json.MarshalIndent(r.plan.Resources, "", " ")
+		t.Errorf("the new public IP's address is not named as a placeholder; planned writes:\n%s", b)
 	}
 	text := l.plan("text")
 	t.Logf("services added while the CCM was stopped:\n%s", text.out)
