@@ -19,6 +19,8 @@
 #                              BENCH_LOCAL_SERVICES, BENCH_LOCAL_NODES, BENCH_LOCAL_CHURN_SECONDS,
 #                              BENCH_LOCAL_INTERVAL (pool update interval, s), BENCH_LOCAL_OPS_PER_SECOND, BENCH_LOCAL_SEED
 #   TestAzsimBench           → azsim
+#   TestPrivateLinkBurst     → pls-burst (50 internal services with a private link service, at once);
+#                              BENCH_PLS_SERVICES, BENCH_PLS_NODES, BENCH_PLS_BUDGET_SECONDS
 #   (and the migration and service gateway scenarios of test/bench)
 # e.g. BENCH_MSLB_SERVICES=100 BENCH_MSLB_NODES=20 make bench BENCH_FLAGS='-run ^TestMultiSLBScale$'
 set -euo pipefail
