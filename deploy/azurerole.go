@@ -63,7 +63,10 @@ func ActionFor(method, resourceType string) (action string, needed bool, err err
 		return "", false, nil
 	}
 	last := strings.ToLower(t[strings.LastIndex(t, "/")+1:])
-	if last == "operations" || last == "operationresults" || last == "operationstatuses" || last == "asyncoperations" {
+	// Polls of long-running operations (…/operations, …/asyncoperations, Compute's
+	// …/DiskOperations, …/operationResults, …/operationStatuses) are not authorised against
+	// the caller's role.
+	if strings.HasSuffix(last, "operations") || last == "operationresults" || last == "operationstatuses" {
 		return "", false, nil
 	}
 	if strings.EqualFold(t, "Microsoft.Resources/providers") {

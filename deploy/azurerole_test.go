@@ -22,6 +22,7 @@ func TestActionFor(t *testing.T) {
 		{"GET", "Microsoft.Resources/providers", "Microsoft.Resources/subscriptions/providers/read", true, false},
 		{"GET", "Microsoft.Network/locations/operations", "", false, false},
 		{"GET", "Microsoft.Compute/locations/operationResults", "", false, false},
+		{"GET", "Microsoft.Compute/locations/DiskOperations", "", false, false},
 		{"POST", "other", "", false, false},
 		{"GET", "", "", false, false},
 		{"POST", "Microsoft.Compute/virtualMachines", "", true, true},
