@@ -81,7 +81,10 @@ func TestPrivateLinkBurst(t *testing.T) {
 		if st, _ := props["provisioningState"].(string); st == "Succeeded" {
 			ready++
 		}
-		fes, _ := props["loadBalancerFrontendIPConfigurations"].([]any)
+		fes, _ := props["loadBalancerFrontendIpConfigurations"].([]any) // ARM's spelling
+		if len(fes) == 0 {
+			t.Errorf("private link service %v names no load balancer frontend", p["name"])
+		}
 		for _, fe := range fes {
 			id, _ := fe.(map[string]any)["id"].(string)
 			parts := strings.Split(id, "/")
