@@ -86,6 +86,11 @@ type Options struct {
 type key struct {
 	Node string
 	Spot bool // a PreemptScheduled event to act on, not an admin-state sync
+	// Event is the namespace/name of a PreemptScheduled event to judge. Events are judged by
+	// the workers, which start once the node cache has synced: judged in the informer's
+	// handler, an event delivered before its node was listed counted as "unknown node" and
+	// was lost.
+	Event string
 }
 
 // nodeState is what the controller remembers of one node, by UID: a replacement node with the
@@ -103,9 +108,10 @@ type nodeState struct {
 
 // Controller applies the admin state of draining nodes.
 type Controller struct {
-	o     Options
-	queue workqueue.TypedRateLimitingInterface[key]
-	nodes corelisters.NodeLister
+	o      Options
+	queue  workqueue.TypedRateLimitingInterface[key]
+	nodes  corelisters.NodeLister
+	events corelisters.EventLister // nil without an events informer
 
 	mu       sync.Mutex
 	states   map[types.UID]*nodeState
@@ -166,9 +172,10 @@ func New(o Options) (*Controller, error) {
 	}
 	c.synced = append(c.synced, o.Nodes.Informer().HasSynced)
 	if o.Events != nil {
+		c.events = o.Events.Lister()
 		if _, err := o.Events.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.eventSeen(obj.(*v1.Event)) },
-			UpdateFunc: func(_, cur any) { c.eventSeen(cur.(*v1.Event)) },
+			AddFunc:    func(obj any) { c.eventChanged(obj.(*v1.Event)) },
+			UpdateFunc: func(_, cur any) { c.eventChanged(cur.(*v1.Event)) },
 		}); err != nil {
 			return nil, err
 		}
@@ -290,9 +297,12 @@ func (c *Controller) next(ctx context.Context) bool {
 	}
 	defer c.queue.Done(k)
 	var err error
-	if k.Spot {
+	switch {
+	case k.Event != "":
+		err = c.judgeEvent(k.Event)
+	case k.Spot:
 		err = c.syncSpot(ctx, k.Node)
-	} else {
+	default:
 		err = c.syncNode(ctx, k.Node)
 	}
 	if err != nil {

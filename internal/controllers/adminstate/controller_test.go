@@ -81,6 +81,14 @@ func newTestEnv(t *testing.T, n int, o Options) *testEnv {
 
 func newTestEnvWith(t *testing.T, n int, o Options, edit func(*config.Config)) *testEnv {
 	t.Helper()
+	return newTestEnvFull(t, n, o, edit, nil)
+}
+
+// newTestEnvFull is newTestEnvWith where the events in eventsFirst exist before the controller
+// starts and are delivered to it before the node informer lists anything (the events informer
+// is started and synced first).
+func newTestEnvFull(t *testing.T, n int, o Options, edit func(*config.Config), eventsFirst []*v1.Event) *testEnv {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Start(ctx, server.Options{})
 	if err != nil {
@@ -151,6 +159,16 @@ func newTestEnvWith(t *testing.T, n int, o Options, edit func(*config.Config)) *
 	o.ClusterName, o.Kube, o.Recorder = testCluster, e.kube, e.recorder
 	o.LoadBalancers, o.LoadBalancerIDs = e.writers.LoadBalancers, plan.LoadBalancerIDs(cfg, testCluster)
 	o.Nodes, o.Events = factory.Core().V1().Nodes(), factory.Core().V1().Events()
+	eventsFactory := factory
+	if eventsFirst != nil {
+		eventsFactory = informers.NewSharedInformerFactory(e.kube, 0)
+		o.Events = eventsFactory.Core().V1().Events()
+		for _, ev := range eventsFirst {
+			if _, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctxT(t), ev, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if o.RetryBase == 0 {
 		o.RetryBase = 20 * time.Millisecond
 	}
@@ -159,6 +177,12 @@ func newTestEnvWith(t *testing.T, n int, o Options, edit func(*config.Config)) *
 		t.Fatal(err)
 	}
 	e.ctrl = c
+	if eventsFirst != nil {
+		eventsFactory.Start(ctx.Done())
+		eventsFactory.WaitForCacheSync(ctx.Done())
+		// Let the handlers see the listed events while no node is known yet.
+		time.Sleep(200 * time.Millisecond)
+	}
 	factory.Start(ctx.Done())
 	go c.Run(ctx)
 	return e
@@ -400,6 +424,22 @@ func TestPreemptScheduledTaintsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitStates(1)
+}
+
+// An event already in the cluster when the controller starts can be delivered before its node
+// is listed: it is judged once the node cache has synced instead of being dropped as about an
+// unknown node.
+func TestPreemptEventBeforeNodesListed(t *testing.T) {
+	before := testutilValue(preemptEvents, "unknown_node")
+	e := newTestEnvFull(t, 2, Options{}, nil, []*v1.Event{preemptEvent("e1", testNode(1), time.Now())})
+	e.waitStates(1)
+	n, err := e.kube.CoreV1().Nodes().Get(ctxT(t), "node-1", metav1.GetOptions{})
+	if err != nil || !planner.HasSpotTaint(n) {
+		t.Fatalf("node-1 not tainted: %v %v", n.Spec.Taints, err)
+	}
+	if got := testutilValue(preemptEvents, "unknown_node") - before; got != 0 {
+		t.Errorf("%v events counted as about an unknown node", got)
+	}
 }
 
 func TestDeletedAndReplacedNode(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
@@ -50,6 +51,31 @@ func eventTime(e *v1.Event) time.Time {
 		return e.FirstTimestamp.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// eventChanged queues a PreemptScheduled event of a node for the workers to judge.
+func (c *Controller) eventChanged(e *v1.Event) {
+	if e.Reason != ReasonPreemptScheduled || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name == "" {
+		return
+	}
+	c.queue.Add(key{Event: e.Namespace + "/" + e.Name})
+}
+
+// judgeEvent reads a queued event from the cache (gone: nothing to do) and judges it.
+func (c *Controller) judgeEvent(nsName string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(nsName)
+	if err != nil {
+		return nil // not a key this controller made: nothing to retry
+	}
+	e, err := c.events.Events(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.eventSeen(e)
+	return nil
 }
 
 // eventSeen decides whether a PreemptScheduled event is the first for its node. Only the first
