@@ -82,7 +82,8 @@ func (w *wiring) enabled(name string) bool {
 
 // buildLoadBalancer builds the load balancer implementation on the provider's writers. It runs
 // once, after leader election and before any controller gets the implementation, so the Basic
-// to Standard migration (migration.go) runs before any service reconcile.
+// to Standard migration (migration.go) and then the NIC-based to IP-based pool migration
+// (poolmigration.go) run before any service reconcile.
 func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.LoadBalancer, error) {
 	if servicegateway.Enabled(d.Config) { // the service-gateway controller serves every Service
 		return servicegateway.ElsewhereLoadBalancer{}, nil
@@ -114,6 +115,7 @@ func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.L
 	}
 	w.parts, w.buildOpts = parts, o
 	migrateBeforeServing(d, parts.LoadBalancer, w.cfg.ComponentConfig.KubeCloudShared.ClusterName)
+	migratePoolsBeforeServing(d, o, w.cfg.ComponentConfig.KubeCloudShared.ClusterName)
 	return parts.LoadBalancer, nil
 }
 

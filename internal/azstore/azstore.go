@@ -105,6 +105,35 @@ func (s *LoadBalancer) Delete(ctx context.Context, etag string) error {
 	return err
 }
 
+// PoolMigrator is a load balancer store that can turn NIC-based backend pools into IP-based ones
+// in place (the load balancer's migrateToIpBased action).
+type PoolMigrator interface {
+	MigrateToIPBased(ctx context.Context, pools []string) ([]string, error)
+}
+
+var _ PoolMigrator = (*LoadBalancer)(nil)
+
+// MigrateToIPBased calls migrateToIpBased for the named pools and returns the pools Azure says
+// it migrated. It is run through the load balancer's writer (writer.Writer.Do), never beside it.
+func (s *LoadBalancer) MigrateToIPBased(ctx context.Context, pools []string) ([]string, error) {
+	names := make([]*string, 0, len(pools))
+	for _, p := range pools {
+		names = append(names, &p)
+	}
+	resp, err := s.Client.MigrateToIPBased(ctx, s.ResourceGroup, s.Name, &armnetwork.LoadBalancersClientMigrateToIPBasedOptions{
+		Parameters: &armnetwork.MigrateLoadBalancerToIPBasedRequest{Pools: names}})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range resp.MigratedPools.MigratedPools {
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
 // OnlyChildChanged implements writer.ChildStore: work differs from cur in the backend pool pool
 // alone. The comparison skips the pool by position, so it costs no copy of the load balancer.
 func (s *LoadBalancer) OnlyChildChanged(cur, work *armnetwork.LoadBalancer, pool string) bool {

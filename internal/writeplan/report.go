@@ -43,6 +43,17 @@ func (p *Plan) Text(w io.Writer) error {
 		}
 		b.WriteString("    (the service writes below are planned against the state before the migration)\n")
 	}
+	if m := p.PoolMigration; m != nil {
+		b.WriteString("\nBackend pool migration to IP-based (runs at start, before any service):\n")
+		fmt.Fprintf(&b, "    load balancers: %s\n", strings.Join(m.LoadBalancers, ", "))
+		for _, s := range m.Steps {
+			fmt.Fprintf(&b, "    step %s\n", s)
+		}
+		for _, s := range m.Warnings {
+			fmt.Fprintf(&b, "    warning: %s\n", s)
+		}
+		b.WriteString("    (the service writes below are planned against the state before the migration)\n")
+	}
 	counts := map[string]int{}
 	for _, res := range p.Resources {
 		counts[res.Action]++
@@ -73,6 +84,9 @@ func (p *Plan) Text(w io.Writer) error {
 	}
 	if p.Migration != nil {
 		fmt.Fprintf(&b, "; a migration of %d steps", len(p.Migration.Steps))
+	}
+	if p.PoolMigration != nil {
+		fmt.Fprintf(&b, "; a backend pool migration of %d steps", len(p.PoolMigration.Steps))
 	}
 	fmt.Fprintf(&b, "; %d %s.\n", len(p.Problems), plural(len(p.Problems), "problem"))
 	_, err := io.WriteString(w, b.String())

@@ -39,6 +39,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/migration"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/poolmigration"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 	"github.com/azure-ccm/azure-ccm/internal/routes"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway"
@@ -75,6 +76,9 @@ type Plan struct {
 	Resources []Resource `json:"resources"`
 	// Migration is the Basic to Standard migration the CCM would run first (nil: none).
 	Migration *Migration `json:"migration,omitempty"`
+	// PoolMigration is the NIC-based to IP-based backend pool migration the CCM would run
+	// first (nil: none).
+	PoolMigration *PoolMigration `json:"poolMigration,omitempty"`
 	// Problems are what could not be planned (a service with an invalid annotation, an ARM read
 	// that failed) and the warnings the planners raised.
 	Problems []Problem `json:"problems,omitempty"`
@@ -116,10 +120,17 @@ type Migration struct {
 	Warnings           []string `json:"warnings,omitempty"`
 }
 
+// PoolMigration is the backend pool migration's plan: its steps ("phase target") and warnings.
+type PoolMigration struct {
+	LoadBalancers []string `json:"loadBalancers"`
+	Steps         []string `json:"steps"`
+	Warnings      []string `json:"warnings,omitempty"`
+}
+
 // Pending reports whether the CCM would write anything, or the plan found problems the
 // operator must look at before a switch-over.
 func (p *Plan) Pending() bool {
-	return len(p.Resources) > 0 || p.Migration != nil || len(p.Problems) > 0
+	return len(p.Resources) > 0 || p.Migration != nil || p.PoolMigration != nil || len(p.Problems) > 0
 }
 
 // Run computes the plan.
@@ -143,6 +154,9 @@ func Run(ctx context.Context, o Options) (*Plan, error) {
 	if o.Services && !servicegateway.Enabled(cfg) {
 		if err := planMigration(ctx, o, p); err != nil {
 			p.Problems = append(p.Problems, Problem{Actor: "Basic to Standard migration", Message: err.Error()})
+		}
+		if err := planPoolMigration(ctx, o, p); err != nil {
+			p.Problems = append(p.Problems, Problem{Actor: "backend pool migration to IP-based", Message: err.Error()})
 		}
 		if set, err = planServices(ctx, o, in, rec, p); err != nil {
 			return nil, err
@@ -423,6 +437,29 @@ func planMigration(ctx context.Context, o Options, p *Plan) error {
 		m.Steps = append(m.Steps, s.Phase.String()+" "+changes.ShortID(s.Target))
 	}
 	p.Migration = m
+	return nil
+}
+
+// planPoolMigration previews the NIC-based to IP-based backend pool migration the CCM runs
+// before serving services.
+func planPoolMigration(ctx context.Context, o Options, p *Plan) error {
+	cloud := o.Cloud
+	mp, err := poolmigration.Preview(ctx, poolmigration.Options{Config: cloud.Config, ClusterName: o.ClusterName,
+		Writers: cloud.Writers, Caches: cloud.Clients.Caches, Nodes: cloud.Resolver, Kube: o.Kube})
+	if err != nil {
+		return err
+	}
+	if !mp.Needed() {
+		return nil
+	}
+	m := &PoolMigration{Warnings: mp.Warnings}
+	for _, id := range mp.LoadBalancers {
+		m.LoadBalancers = append(m.LoadBalancers, changes.ShortID(id))
+	}
+	for _, s := range mp.Steps {
+		m.Steps = append(m.Steps, s.Phase.String()+" "+changes.ShortID(s.Target))
+	}
+	p.PoolMigration = m
 	return nil
 }
 

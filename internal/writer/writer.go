@@ -93,6 +93,8 @@ type result[T any] struct {
 type request[T any] struct {
 	ctx context.Context
 	m   Mutation[T]
+	// action, when set, is an operation run alone in the writer's turn (Do); m is then nil.
+	action Action[T]
 	// child names the one child m changes (SubmitChild); "" for any change.
 	child string
 	done  chan result[T]
@@ -186,6 +188,52 @@ func (w *Writer[T]) submit(ctx context.Context, child string, m Mutation[T]) (*T
 	}
 }
 
+// Action is an operation on the resource other than a write of its model: an ARM action such
+// as a load balancer's migrateToIpBased, which changes the resource on Azure's side. It gets the
+// writer's store (the implementation decides whether it can do the action).
+type Action[T any] func(ctx context.Context, store Store[T]) error
+
+// Do runs a in the writer's turn: after the mutations queued before it have been written and
+// before those queued after it, never batched with any. The cached model is dropped afterwards
+// (the action changed the resource), so the next batch reads it again.
+func (w *Writer[T]) Do(ctx context.Context, a Action[T]) error {
+	r := &request[T]{ctx: ctx, action: a, done: make(chan result[T], 1)}
+	w.mu.Lock()
+	w.pending = append(w.pending, r)
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+	w.mu.Unlock()
+	select {
+	case res := <-r.done:
+		return res.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runAction runs one action request with the writer's timeout, bounded by its caller's context
+// too (an action serves one caller, unlike a batch).
+func (w *Writer[T]) runAction(r *request[T]) {
+	if err := r.ctx.Err(); err != nil {
+		r.done <- result[T]{err: err}
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, w.opts.Timeout)
+	defer cancel()
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("action panicked: %v", p)
+			}
+		}()
+		return r.action(ctx, w.store)
+	}()
+	w.Invalidate()
+	r.done <- result[T]{err: err}
+}
+
 // Get returns the resource as the writer knows it (from its cache while fresh, else read), as a
 // private copy; nil when it does not exist.
 func (w *Writer[T]) Get(ctx context.Context) (*T, error) {
@@ -264,6 +312,12 @@ func (w *Writer[T]) run() {
 			w.mu.Unlock()
 			return
 		}
+		if r := w.pending[0]; r.action != nil {
+			w.pending = w.pending[1:]
+			w.mu.Unlock()
+			w.runAction(r)
+			continue
+		}
 		w.stats.Batches++
 		w.mu.Unlock()
 		w.commit()
@@ -274,10 +328,22 @@ func (w *Writer[T]) run() {
 // answering those whose caller already gave up.
 func (w *Writer[T]) drain(have int) []*request[T] {
 	w.mu.Lock()
-	batch := w.pending
-	w.pending = nil
-	if room := w.opts.MaxBatch - have; w.opts.MaxBatch > 0 && len(batch) > room {
-		batch, w.pending = batch[:max(room, 0):max(room, 0)], batch[max(room, 0):]
+	n := len(w.pending)
+	// An action waits for its turn: the batch takes only what was queued before it.
+	for i, r := range w.pending {
+		if r.action != nil {
+			n = i
+			break
+		}
+	}
+	if room := w.opts.MaxBatch - have; w.opts.MaxBatch > 0 && n > room {
+		n = max(room, 0)
+	}
+	batch := w.pending[:n:n]
+	if n == len(w.pending) {
+		w.pending = nil
+	} else {
+		w.pending = w.pending[n:]
 	}
 	w.mu.Unlock()
 	live := batch[:0]

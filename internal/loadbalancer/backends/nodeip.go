@@ -42,7 +42,18 @@ func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.Lo
 	var errs []error
 	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
 		name := naming.BackendPoolName(clusterName, fam)
-		if FindPool(lb, name) == nil {
+		pool := FindPool(lb, name)
+		if pool == nil {
+			continue
+		}
+		if staging := naming.MigrationPoolName(name); FindPool(lb, staging) != nil {
+			// The pool is moving to IP-based membership: its rules use the staging pool, which
+			// follows the nodes meanwhile; the pool itself is the migration's.
+			name = staging
+		} else if pool.Properties != nil && len(pool.Properties.BackendIPConfigurations) > 0 {
+			// Still NIC-based: Azure refuses addresses in it until the migration at start-up
+			// moved it.
+			errs = append(errs, fmt.Errorf("backend pool %s is still NIC-based (nodeIPConfiguration); it moves to IP-based membership at the next CCM start", name))
 			continue
 		}
 		if err := b.write(ctx, lb, name, membership.AddressEntries(eligible, fam)); err != nil {

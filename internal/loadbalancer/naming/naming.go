@@ -150,6 +150,14 @@ func BackendPoolName(clusterName string, f Family) string {
 	return clusterName
 }
 
+// MigrationPoolSuffix names the IP-based pool that serves a cluster pool's rules while the pool
+// moves from NIC-based to IP-based membership. "_" never occurs in a Kubernetes name, so it
+// cannot collide with a Local service's pool.
+const MigrationPoolSuffix = "_ip-migration"
+
+// MigrationPoolName is the staging pool of a cluster pool during its move to IP-based membership.
+func MigrationPoolName(pool string) string { return pool + MigrationPoolSuffix }
+
 // LocalServicePoolName is the dedicated backend pool of an externalTrafficPolicy: Local service
 // with multiple Standard load balancers: lower("<namespace>-<name>"), plus "-ipv6" for IPv6.
 func LocalServicePoolName(namespace, name string, f Family) string {

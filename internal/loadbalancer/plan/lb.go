@@ -135,6 +135,7 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 	})
 	pruneSharedProbe(props)
 	pruneLocalPools(props, s.Svc.Namespace, s.Svc.Name)
+	keepStagedRules(c, lbName, props)
 	// Level-triggered: the configured tags are put back on every write of a service.
 	lb.Tags, _ = c.TagPolicy.ApplyConfig(lb.Tags)
 	return lb, nil
@@ -407,4 +408,22 @@ func pruneSharedProbe(props *armnetwork.LoadBalancerPropertiesFormat) {
 	props.Probes = slices.DeleteFunc(props.Probes, func(p *armnetwork.Probe) bool {
 		return eqFold(str(p.Name), naming.SharedProbeName)
 	})
+}
+
+// keepStagedRules: while a cluster pool moves to IP-based membership its rules use the staging
+// pool (the pool itself may be empty meanwhile); a service written then keeps it so.
+func keepStagedRules(c *Cluster, lbName string, props *armnetwork.LoadBalancerPropertiesFormat) {
+	for _, f := range []naming.Family{naming.IPv4, naming.IPv6} {
+		pool := naming.BackendPoolName(c.ClusterName, f)
+		staging := naming.MigrationPoolName(pool)
+		if !slices.ContainsFunc(props.BackendAddressPools, func(p *armnetwork.BackendAddressPool) bool { return eqFold(str(p.Name), staging) }) {
+			continue
+		}
+		from, to := c.childID(lbName, "backendAddressPools", pool), c.childID(lbName, "backendAddressPools", staging)
+		for _, r := range props.LoadBalancingRules {
+			if r.Properties != nil && r.Properties.BackendAddressPool != nil && eqFold(str(r.Properties.BackendAddressPool.ID), from) {
+				r.Properties.BackendAddressPool.ID = &to
+			}
+		}
+	}
 }

@@ -512,3 +512,35 @@ func TestOutboundSNATAndClusterSettings(t *testing.T) {
 	}
 	_ = netip.Addr{}
 }
+
+// While the cluster pool moves to IP-based membership its rules use the staging pool: a service
+// written meanwhile puts its rules there too; without a staging pool they use the cluster pool.
+func TestApplyServiceKeepsStagedRules(t *testing.T) {
+	c := cluster()
+	for _, tc := range []struct {
+		name    string
+		staging bool
+		want    string
+	}{
+		{name: "no migration", want: lbID + "/backendAddressPools/kubernetes"},
+		{name: "migration under way", staging: true, want: lbID + "/backendAddressPools/kubernetes_ip-migration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lb := &armnetwork.LoadBalancer{Name: to.Ptr("kubernetes"), ID: to.Ptr(lbID), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+				BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes")}}}}
+			if tc.staging {
+				lb.Properties.BackendAddressPools = append(lb.Properties.BackendAddressPools, &armnetwork.BackendAddressPool{Name: to.Ptr("kubernetes_ip-migration")})
+			}
+			s := mkService(t, uidA, "a", withPorts(tcp(80, 30080), udp(53, 30053)))
+			lb, err := ApplyService(lb, c, s, publicFronts(s, "kubernetes-"+svcA))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range lb.Properties.LoadBalancingRules {
+				if got := *r.Properties.BackendAddressPool.ID; got != tc.want {
+					t.Errorf("rule %s uses %s, want %s", *r.Name, got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package backends
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/writer"
+)
+
+// memLB is an in-memory load balancer store.
+type memLB struct {
+	mu  sync.Mutex
+	lb  *armnetwork.LoadBalancer
+	put int
+}
+
+func (s *memLB) Get(context.Context) (*armnetwork.LoadBalancer, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return writer.DeepCopy(s.lb), "1", nil
+}
+
+func (s *memLB) Put(_ context.Context, obj *armnetwork.LoadBalancer, _ string) (*armnetwork.LoadBalancer, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lb, s.put = writer.DeepCopy(obj), s.put+1
+	return writer.DeepCopy(obj), "2", nil
+}
+
+func (s *memLB) Delete(context.Context, string) error { return nil }
+
+func addrs(lb *armnetwork.LoadBalancer, pool string) []string {
+	var out []string
+	if p := FindPool(lb, pool); p != nil && p.Properties != nil {
+		for _, a := range p.Properties.LoadBalancerBackendAddresses {
+			out = append(out, *a.Properties.IPAddress)
+		}
+	}
+	return out
+}
+
+// During a move to IP-based membership node changes go to the staging pool the rules use; a
+// pool still NIC-based gets no address (Azure would refuse it) and the sync says why.
+func TestNodeIPSyncDuringPoolMigration(t *testing.T) {
+	const lbID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.4"}}}}
+	for _, tc := range []struct {
+		name     string
+		pools    []*armnetwork.BackendAddressPool
+		wantPool string
+		err      string
+	}{
+		{name: "IP-based pool", pools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes")}}, wantPool: "kubernetes"},
+		{name: "staged: the staging pool follows the nodes", pools: []*armnetwork.BackendAddressPool{
+			{Name: to.Ptr("kubernetes"), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+				BackendIPConfigurations: []*armnetwork.InterfaceIPConfiguration{{ID: to.Ptr("nic-ipc")}}}},
+			{Name: to.Ptr("kubernetes_ip-migration")}}, wantPool: "kubernetes_ip-migration"},
+		{name: "still NIC-based", pools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes"), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
+			BackendIPConfigurations: []*armnetwork.InterfaceIPConfiguration{{ID: to.Ptr("nic-ipc")}}}}}, err: "still NIC-based"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lb := &armnetwork.LoadBalancer{ID: to.Ptr(lbID), Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{BackendAddressPools: tc.pools}}
+			st := &memLB{lb: writer.DeepCopy(lb)}
+			b := &NodeIP{lbs: writer.NewRegistry(func(string) writer.Store[armnetwork.LoadBalancer] { return st }, writer.Options[armnetwork.LoadBalancer]{})}
+			err := b.Sync(context.Background(), "kubernetes", lb, []*v1.Node{node})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || st.put != 0 {
+					t.Fatalf("err %v, %d writes; want %q and none", err, st.put, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{"kubernetes", "kubernetes_ip-migration"} {
+				got := addrs(st.lb, p)
+				if want := p == tc.wantPool; (len(got) == 1 && got[0] == "10.0.0.4") != want {
+					t.Errorf("pool %s holds %v", p, got)
+				}
+			}
+		})
+	}
+}
