@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -390,8 +391,22 @@ func summarizeReads(s client.Stats) string {
 // TestDriftAuditNeverResurrects: while ARM is slow (2 s per write) and audits run every few
 // seconds, 20 services each lose a rule to a third party and are deleted at a different moment
 // of the audit cycle (before, during and after the repair of their drift). When they are gone
-// nothing of any of them is left: no frontend, rule, probe, public IP or NSG rule.
+// nothing of any of them is left: no frontend, rule, probe, public IP or NSG rule. The schedule
+// comes from DRIFT_RESURRECT_SEED (default 21; "random" seeds from the clock, logged so a failing
+// schedule can be replayed), so `-count=N` with "random" tries N schedules.
 func TestDriftAuditNeverResurrects(t *testing.T) {
+	seed := uint64(21)
+	switch v := os.Getenv("DRIFT_RESURRECT_SEED"); v {
+	case "":
+	case "random":
+		seed = uint64(time.Now().UnixNano())
+	default:
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("DRIFT_RESURRECT_SEED: %v", err)
+		}
+	}
+	t.Logf("schedule seed %d (DRIFT_RESURRECT_SEED=%d replays it)", seed, seed)
 	l := driftStart(t)
 	ctx := lbCtx(t)
 	svcs := l.createServices("gone", driftServices)
@@ -405,7 +420,7 @@ func TestDriftAuditNeverResurrects(t *testing.T) {
 	repaired0 := l.mustDriftMetric("azure_ccm_drift_audit_services_total", `result="repaired"`)
 	skipped0 := l.mustDriftMetric("azure_ccm_drift_audit_services_total", `result="skipped"`)
 	lbID := l.lbID(lbCluster)
-	rng := rand.New(rand.NewPCG(21, 21))
+	rng := rand.New(rand.NewPCG(seed, seed))
 	var wg sync.WaitGroup
 	errs := make(chan error, len(svcs))
 	for i, s := range svcs {
