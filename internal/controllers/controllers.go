@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -33,6 +34,11 @@ type Context struct {
 
 // ClusterName is --cluster-name.
 func (c Context) ClusterName() string { return c.Config.ComponentConfig.KubeCloudShared.ClusterName }
+
+// Informers is the informer factory the standard controllers (service, node, route) use: one
+// cache per object type in the process. The app's controller context has a factory of its own;
+// taking nodes and services from it held every Node and Service twice.
+func (c Context) Informers() informers.SharedInformerFactory { return c.Config.SharedInformers }
 
 // Kube is the controller's own Kubernetes client.
 func (c Context) Kube() kubernetes.Interface {

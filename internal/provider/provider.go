@@ -26,6 +26,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
+	"github.com/azure-ccm/azure-ccm/internal/trim"
 	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
@@ -232,8 +233,16 @@ func (c *Cloud) zoneRefresher(stop <-chan struct{}) {
 }
 
 // SetInformers feeds the node map (cross-RG and on-prem node labels) from the shared informer.
+// It runs before any controller asks the factory for an informer, so it also trims the node
+// and service caches of what the CCM never reads (internal/trim).
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.informers = f
+	if err := trim.Set(f.Core().V1().Nodes().Informer(), true); err != nil {
+		klog.ErrorS(err, "Node cache not trimmed")
+	}
+	if err := trim.Set(f.Core().V1().Services().Informer(), false); err != nil {
+		klog.ErrorS(err, "Service cache not trimmed")
+	}
 	if err := c.Resolver.Nodes().Watch(f.Core().V1().Nodes().Informer()); err != nil {
 		klog.ErrorS(err, "Cannot watch nodes")
 	}

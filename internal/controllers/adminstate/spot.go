@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
+	"github.com/azure-ccm/azure-ccm/internal/trim"
 )
 
 // ReasonPreemptScheduled is the reason of the event announcing a Spot VM eviction.
@@ -29,7 +30,7 @@ const SpotTaintEffect = v1.TaintEffectNoSchedule
 // EventsInformer watches only PreemptScheduled events of nodes (a server-side field selector:
 // the controller never lists the cluster's other events).
 func EventsInformer(kube kubernetes.Interface, resync time.Duration) (informers.SharedInformerFactory, coreinformers.EventInformer) {
-	f := informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	f := informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTransform(trim.Object), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.AndSelectors(
 			fields.OneTermEqualSelector("reason", ReasonPreemptScheduled),
 			fields.OneTermEqualSelector("involvedObject.kind", "Node"),

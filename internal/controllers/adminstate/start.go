@@ -36,7 +36,7 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 	}
 	kube := cc.Kube()
 	eventFactory, events := EventsInformer(kube, 0)
-	c, err := New(Options{ClusterName: cc.ClusterName(), Kube: kube, Nodes: cc.Controller.InformerFactory.Core().V1().Nodes(),
+	c, err := New(Options{ClusterName: cc.ClusterName(), Kube: kube, Nodes: cc.Informers().Core().V1().Nodes(),
 		Events: events, LoadBalancers: d.LoadBalancers, LoadBalancerIDs: d.LoadBalancerIDs,
 		Recorder: cc.Recorder(ctx, kube, "admin-state-controller")})
 	if err != nil {

@@ -55,7 +55,7 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 	}
 	RegisterMetrics()
 	kube := cc.Kube()
-	f := cc.Controller.InformerFactory
+	f := cc.Informers()
 	svcs, nodes := f.Core().V1().Services(), f.Core().V1().Nodes()
 	c, err := New(Options{
 		ClusterName: cc.ClusterName(), Auditor: a, Kube: kube,

@@ -32,7 +32,7 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 	}
 	RegisterMetrics()
 	kube := cc.Kube()
-	f := cc.Controller.InformerFactory
+	f := cc.Informers()
 	svcs, slices, nodes := f.Core().V1().Services(), f.Discovery().V1().EndpointSlices(), f.Core().V1().Nodes()
 	u, err := New(Options{
 		ClusterName: cc.ClusterName(),

@@ -40,7 +40,7 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 	}
 	RegisterMetrics()
 	kube := cc.Kube()
-	c, err := New(Options{Kube: kube, Nodes: cc.Controller.InformerFactory.Core().V1().Nodes(), Specs: specs,
+	c, err := New(Options{Kube: kube, Nodes: cc.Informers().Core().V1().Nodes(), Specs: specs,
 		Recorder: cc.Recorder(ctx, kube, "node-ipam-controller")})
 	if err != nil {
 		return nil, false, fmt.Errorf("node-ipam: %w", err)

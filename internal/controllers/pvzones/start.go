@@ -21,7 +21,7 @@ type Deps struct {
 func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Interface, bool, error) {
 	kube := cc.Kube()
 	RegisterMetrics()
-	c, err := New(Options{Kube: kube, Volumes: cc.Controller.InformerFactory.Core().V1().PersistentVolumes(),
+	c, err := New(Options{Kube: kube, Volumes: cc.Informers().Core().V1().PersistentVolumes(),
 		Disks: d.Disks, Recorder: cc.Recorder(ctx, kube, "pv-zone-labels-controller"), Location: d.Location})
 	if err != nil {
 		return nil, false, err

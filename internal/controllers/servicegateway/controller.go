@@ -32,6 +32,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
 	dt "github.com/azure-ccm/azure-ccm/internal/servicegateway/difftracker"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
+	"github.com/azure-ccm/azure-ccm/internal/trim"
 )
 
 // Finalizer is held on every Service with gateway resources until they are gone (the
@@ -84,7 +85,7 @@ type Controller struct {
 // EgressPodsInformer is a pod informer limited to egress pods (the label exists), so the
 // controller does not cache every pod of the cluster.
 func EgressPodsInformer(kube kubernetes.Interface, resync time.Duration) (informers.SharedInformerFactory, coreinformers.PodInformer) {
-	f := informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	f := informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTransform(trim.Object), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = admission.EgressLabel
 	}))
 	return f, f.Core().V1().Pods()

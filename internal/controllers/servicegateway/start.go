@@ -40,7 +40,7 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 	scope := updater.Scope{SubscriptionID: cfg.NetworkSubscriptionID(), ResourceGroup: cfg.ResourceGroup, Location: cfg.Location,
 		ClusterName: cc.ClusterName(), VNetID: azureid.VirtualNetwork(cfg.NetworkSubscriptionID(), cfg.VnetRG(), cfg.VnetName)}
 	podFactory, pods := EgressPodsInformer(kube, 0)
-	f := cc.Controller.InformerFactory
+	f := cc.Informers()
 	c := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(),
 		EndpointSlices: f.Discovery().V1().EndpointSlices(), EgressPods: pods, Recorder: cc.Recorder(ctx, kube, "service-gateway-controller"),
 		Azure: &updater.Azure{Scope: scope, Network: d.Network, PollFrequency: d.PollFrequency}})
