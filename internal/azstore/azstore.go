@@ -267,8 +267,15 @@ func (s *PublicIP) Get(ctx context.Context) (*armnetwork.PublicIPAddress, string
 }
 
 // Put implements writer.Store.
+// A create carries If-None-Match: * — the writer may know the address is missing only from a
+// list, and a public IP made since must not be overwritten.
 func (s *PublicIP) Put(ctx context.Context, obj *armnetwork.PublicIPAddress, etag string) (*armnetwork.PublicIPAddress, string, error) {
-	p, err := s.Client.BeginCreateOrUpdate(conditional(ctx, etag), s.ResourceGroup, s.Name, *obj, nil)
+	if etag == "" {
+		ctx = policy(ctx, "If-None-Match", "*")
+	} else {
+		ctx = conditional(ctx, etag)
+	}
+	p, err := s.Client.BeginCreateOrUpdate(ctx, s.ResourceGroup, s.Name, *obj, nil)
 	if err != nil {
 		return nil, "", err
 	}

@@ -338,3 +338,31 @@ func TestConcurrentServicesShareLoadBalancerWrites(t *testing.T) {
 	}
 	t.Logf("%d services: %d LB PUTs", n, lbPuts)
 }
+
+// A new service's public IP is created from what the public IP list said: no GET of a missing
+// address (404) and no GET of the one just written. (A stale list costs a refused conditional
+// create and a read: writer.TestSeed.)
+func TestNewPublicIPsNeedNoLookup(t *testing.T) {
+	e := newEnv(t, config.BackendPoolNodeIP)
+	ctx := ctxT(t)
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, service("eeeeeeee-0000-0000-0000-000000000000", "svc-0", nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	st0, _ := e.srv.Client().Stats(ctx)
+	const n = 6
+	for i := 1; i <= n; i++ {
+		svc := service(fmt.Sprintf("%08d-0000-0000-0000-00000000000f", i), fmt.Sprintf("svc-%d", i), nil)
+		if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st1, _ := e.srv.Client().Stats(ctx)
+	const pipType = "Microsoft.Network/publicIPAddresses"
+	gets := st1.Sum("GET", pipType, 0) - st0.Sum("GET", pipType, 0)
+	notFound := st1.Sum("GET", pipType, 404) - st0.Sum("GET", pipType, 404)
+	puts := st1.Sum("PUT", pipType, 0) - st0.Sum("PUT", pipType, 0)
+	if notFound != 0 || puts != n {
+		t.Errorf("%d services: %d public IP PUTs, %d GETs of which %d 404; want %d PUTs and no 404", n, puts, gets, notFound, n)
+	}
+	t.Logf("%d new services: %d public IP PUTs, %d GETs (list pages and operation polls included)", n, puts, gets)
+}

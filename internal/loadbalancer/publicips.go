@@ -47,3 +47,11 @@ func replacePublicIP(items []*armnetwork.PublicIPAddress, name string, stored *a
 	}
 	return out
 }
+
+// pipETag is a listed public IP's ETag ("" for none).
+func pipETag(p *armnetwork.PublicIPAddress) string {
+	if p == nil {
+		return ""
+	}
+	return str(p.Etag)
+}

@@ -158,7 +158,11 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 	for _, p := range plans {
 		stored := p.Existing
 		if p.Mutate != nil {
-			stored, err = l.pipWriter(pipRG, p.Name).Submit(ctx, p.Mutate)
+			w := l.pipWriter(pipRG, p.Name)
+			// The list this plan came from says what the address is (or that it is missing):
+			// no GET before the write, no 404 lookup for a new service.
+			w.Seed(p.Existing, pipETag(p.Existing))
+			stored, err = w.Submit(ctx, p.Mutate)
 			l.pipWritten(pipRG, p.Name, stored, err)
 			if err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("public IP %s: %w", p.Name, err)

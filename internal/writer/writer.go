@@ -268,6 +268,24 @@ func (w *Writer[T]) CachedETag() (string, bool) {
 	return "", false
 }
 
+// Seed caches what a read other than the writer's own just returned — a LIST of the resource
+// group holding the resource with its ETag, or not holding it (nil, "") — so the next batch
+// needs no GET. A fresh model the writer already caches is kept: it is as new or newer. A stale
+// seed costs what a stale cache costs: the conditional write fails with 412 (If-Match, or
+// If-None-Match for a create) and the batch reads the resource.
+func (w *Writer[T]) Seed(obj *T, etag string) {
+	if w.opts.CacheTTL <= 0 || (obj != nil && etag == "") {
+		return // without an ETag a write could not tell that the seed was stale
+	}
+	c := w.opts.Clone(obj)
+	w.mu.Lock()
+	if !w.cached || w.opts.Now().Sub(w.cacheAt) >= w.opts.CacheTTL {
+		w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
+		w.gen++
+	}
+	w.mu.Unlock()
+}
+
 // Invalidate drops the cached model so the next batch reads the resource again.
 func (w *Writer[T]) Invalidate() {
 	w.mu.Lock()

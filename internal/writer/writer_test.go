@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -697,5 +698,58 @@ func waitPending(t *testing.T, w *Writer[model], n int) {
 			t.Fatalf("pending %d, want %d", w.Pending(), n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A seed from a list saves the batch's GET when it is right, and costs one 412 and the GET when
+// it is stale; a fresh cache and a seed without an ETag are never replaced by it.
+func TestSeed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// prepare sets up the store and the writer, then seeds it.
+		prepare    func(s *fakeStore, w *Writer[model])
+		gets, puts int
+		conflicts  int
+		want       map[string]int
+	}{
+		{"absent, right: created without a GET", func(s *fakeStore, w *Writer[model]) { w.Seed(nil, "") },
+			0, 1, 0, map[string]int{"a": 1}},
+		{"existing, right: updated without a GET", func(s *fakeStore, w *Writer[model]) {
+			s.external("x")
+			w.Seed(&model{Items: map[string]int{"x": 1}}, "1")
+		}, 0, 1, 0, map[string]int{"a": 1, "x": 1}},
+		{"absent, stale: the create is refused, then read and updated", func(s *fakeStore, w *Writer[model]) {
+			s.external("x")
+			w.Seed(nil, "")
+		}, 1, 2, 1, map[string]int{"a": 1, "x": 1}},
+		{"existing, stale ETag: refused, then read", func(s *fakeStore, w *Writer[model]) {
+			s.external("x")
+			s.external("y")
+			w.Seed(&model{Items: map[string]int{"x": 1}}, "1")
+		}, 1, 2, 1, map[string]int{"a": 1, "x": 1, "y": 1}},
+		{"a fresh cache is kept", func(s *fakeStore, w *Writer[model]) {
+			if _, err := w.Submit(context.Background(), set("b", 1)); err != nil {
+				t.Fatal(err)
+			}
+			w.Seed(nil, "") // older than the write the writer made
+		}, 1, 2, 0, map[string]int{"a": 1, "b": 1}},
+		{"an existing model without an ETag is not used", func(s *fakeStore, w *Writer[model]) {
+			s.external("x")
+			w.Seed(&model{}, "")
+		}, 1, 1, 0, map[string]int{"a": 1, "x": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{}
+			w := New[model](store, Options[model]{CacheTTL: time.Minute})
+			tc.prepare(store, w)
+			if _, err := w.Submit(context.Background(), set("a", 1)); err != nil {
+				t.Fatal(err)
+			}
+			got, puts, gets := store.snapshot()
+			if gets != tc.gets || puts != tc.puts || w.Stats().Conflicts != tc.conflicts || !reflect.DeepEqual(got.Items, tc.want) {
+				t.Errorf("gets %d puts %d conflicts %d items %v; want %d %d %d %v", gets, puts, w.Stats().Conflicts, got.Items,
+					tc.gets, tc.puts, tc.conflicts, tc.want)
+			}
+		})
 	}
 }
