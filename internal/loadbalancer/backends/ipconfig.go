@@ -47,6 +47,11 @@ type ipConfigBackends struct {
 	// listScaleSets returns the scale set models of a resource group (a list cache), so the
 	// model check costs no GET in steady state. Optional.
 	listScaleSets func(ctx context.Context, rg string) ([]*armcompute.VirtualMachineScaleSet, error)
+	// listedScaleSetVM and listedNIC return a resource as its list cache has it, with its ETag
+	// (nil when not listed), so its writer needs no GET before the write: the resolver listed
+	// the scale set or resource group already. Optional.
+	listedScaleSetVM func(ctx context.Context, rg, scaleSet, instanceID string) (*armcompute.VirtualMachineScaleSetVM, string)
+	listedNIC        func(ctx context.Context, rg, id string) (*armnetwork.Interface, string)
 	// Cache invalidation after writes (optional).
 	nicWritten      func(rg string)
 	scaleSetWritten func(rg, scaleSet string, model bool)
@@ -331,7 +336,13 @@ func (b *ipConfigBackends) apply(ctx context.Context, edits []membership.Edit) (
 func (b *ipConfigBackends) applyOne(ctx context.Context, e membership.Edit) (wrote bool, err error) {
 	switch e.Kind {
 	case membership.KindScaleSetVM:
-		_, err = b.vmssVMs.For(e.Owner).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSetVM) (*armcompute.VirtualMachineScaleSetVM, error) {
+		w := b.vmssVMs.For(e.Owner)
+		if b.listedScaleSetVM != nil {
+			if vm, etag := b.listedScaleSetVM(ctx, e.ResourceGroup, e.ScaleSet, e.InstanceID); vm != nil {
+				w.Seed(vm, etag)
+			}
+		}
+		_, err = w.Submit(ctx, func(cur *armcompute.VirtualMachineScaleSetVM) (*armcompute.VirtualMachineScaleSetVM, error) {
 			if cur == nil {
 				// The instance is gone: so are its pool references.
 				return nil, errGone
@@ -344,7 +355,13 @@ func (b *ipConfigBackends) applyOne(ctx context.Context, e membership.Edit) (wro
 			return wrote, fmt.Errorf("scale set VM %s/%s: %w", e.ScaleSet, e.InstanceID, err)
 		}
 	default:
-		_, err = b.nics.For(e.Owner).Submit(ctx, func(cur *armnetwork.Interface) (*armnetwork.Interface, error) {
+		w := b.nics.For(e.Owner)
+		if b.listedNIC != nil {
+			if nic, etag := b.listedNIC(ctx, e.ResourceGroup, e.Owner); nic != nil {
+				w.Seed(nic, etag)
+			}
+		}
+		_, err = w.Submit(ctx, func(cur *armnetwork.Interface) (*armnetwork.Interface, error) {
 			if cur == nil {
 				return nil, errGone
 			}
@@ -439,13 +456,32 @@ func newIPConfig(o Options) *ipConfigBackends {
 	}
 	if c := o.Caches; c != nil {
 		b.listScaleSets = c.ScaleSets.Get
+		b.listedScaleSetVM = func(ctx context.Context, rg, ss, instanceID string) (*armcompute.VirtualMachineScaleSetVM, string) {
+			vm, ok, err := c.ScaleSetVMs.Lookup(ctx, arm.ScaleSetKey(rg, ss), func(vm *armcompute.VirtualMachineScaleSetVM) bool {
+				return vm.InstanceID != nil && *vm.InstanceID == instanceID
+			})
+			if err != nil || !ok {
+				return nil, ""
+			}
+			return vm, str(vm.Etag)
+		}
+		b.listedNIC = func(ctx context.Context, rg, id string) (*armnetwork.Interface, string) {
+			nic, ok, err := c.NICs.Lookup(ctx, rg, func(n *armnetwork.Interface) bool { return n.ID != nil && strings.EqualFold(*n.ID, id) })
+			if err != nil || !ok {
+				return nil, ""
+			}
+			return nic, str(nic.Etag)
+		}
 		b.nicWritten = func(rg string) { c.NICs.Invalidate(rg) }
 		b.scaleSetWritten = func(rg, ss string, model bool) {
+			k := arm.ScaleSetKey(rg, ss)
 			if model {
+				// A model change also changes every instance (latestModelApplied, ETag): the
+				// listed instances would seed their writers with stale ETags.
 				c.ScaleSets.Invalidate(rg)
+				c.ScaleSetVMs.Invalidate(k)
 				return
 			}
-			k := arm.ScaleSetKey(rg, ss)
 			c.ScaleSetVMs.Invalidate(k)
 			c.ScaleSetNICs.Invalidate(k)
 		}
