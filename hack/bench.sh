@@ -8,6 +8,8 @@
 # Scenarios (go test -run name → result; size variables):
 #   TestLoadBalancerBurst    → lb-burst (three variants of equal size: ours, 50 workers without merging,
 #                              1 worker without merging), steady-state; BENCH_NODES, BENCH_SERVICES, BENCH_STEADY_SECONDS
+#   TestLoadBalancerBurstNICPools → lb-burst-nic-pools (the same burst with NIC-based pools and default flags,
+#                              requests against the computed minimum); BENCH_NODES, BENCH_SERVICES
 #   TestScaleSetScaling      → scale-set-scaling; BENCH_SCALE_*
 #   TestRollingUpgrade       → rolling-upgrade; BENCH_ROLL_*
 #   TestAdminStateBench      → adminstate

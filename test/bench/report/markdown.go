@@ -167,6 +167,9 @@ func renderResult(r *Result) (string, []Plot) {
 		sb.WriteString(reads)
 		sb.WriteString("\n</details>\n\n")
 	}
+	if mins := minimumRows(r.Phases); mins != "" {
+		sb.WriteString(mins + "\n")
+	}
 	if res := resourceRows(r.Phases); res != "" {
 		sb.WriteString(res + "\n")
 	}
@@ -361,4 +364,30 @@ func num(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// minimumRows compares the requests of phases that computed their minimum, type by type: reads
+// and writes made against the fewest that could do the work, and the ratio of the totals.
+func minimumRows(ps []Phase) string {
+	var sb strings.Builder
+	for _, p := range ps {
+		if len(p.Minimum) == 0 {
+			continue
+		}
+		var made, least Counts
+		for _, t := range sortedKeys(p.Minimum) {
+			m, c := p.Minimum[t], p.Of(t)
+			made, least = made.Add(c), least.Add(m)
+			fmt.Fprintf(&sb, "| %s | %s | %s | %d | %d | %d | %d |\n", p.Name, p.Variant, t, c.Reads, m.Reads, c.Writes, m.Writes)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | **these types** | %d | %d | %d (%s× the minimum) | %d |\n", p.Name, p.Variant,
+			made.Reads, least.Reads, made.Writes, num(float64(made.Writes)/float64(max(least.Writes, 1))), least.Writes)
+		if p.MinimumWhy != "" {
+			fmt.Fprintf(&sb, "\n%s (%s): %s\n\n", p.Name, p.Variant, p.MinimumWhy)
+		}
+	}
+	if sb.Len() == 0 {
+		return ""
+	}
+	return "| phase | variant | resource type | reads | minimum reads | writes | minimum writes |\n|---|---|---|--:|--:|--:|--:|\n" + sb.String()
 }

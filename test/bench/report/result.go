@@ -66,6 +66,11 @@ type Phase struct {
 	// the unit their name says.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Series  []Series           `json:"series,omitempty"`
+	// Minimum is the fewest requests of each resource type (short name) that could do the
+	// phase's work, as the scenario computes it; the report shows the counts against it.
+	Minimum map[string]Counts `json:"minimum,omitempty"`
+	// MinimumWhy says how Minimum was computed.
+	MinimumWhy string `json:"minimumWhy,omitempty"`
 }
 
 // Goal is a budget from the issues and whether this run met it.
