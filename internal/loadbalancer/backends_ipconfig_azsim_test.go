@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/config"
@@ -621,4 +623,46 @@ func (e *ipcEnv) machine(nodeName string) topology.Machine {
 		}
 	}
 	return topology.Machine{}
+}
+
+// Pool joins change the load balancer on Azure's side (its pools' back-references), so they
+// run in the load balancer writer's turn: services written while the instances join are never
+// refused with 412, and every service converges on its first try.
+func TestPoolJoinsNeverOverlapLoadBalancerWrites(t *testing.T) {
+	e := newIPCEnv(t, ipcTopology(false), "")
+	ctx := ctxT(t)
+	all := e.machineNodes()
+	d := func(x time.Duration) middleware.Duration { return middleware.Duration(x) }
+	e.sim.Middleware().SetLatency(middleware.LatencyModel{Rules: []middleware.LatencyRule{
+		{Class: middleware.Write, ResourceType: "Microsoft.Network/loadBalancers", Delay: d(150 * time.Millisecond)},
+		{Class: middleware.Write, Delay: d(200 * time.Millisecond)},
+	}})
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// Spread over the time the joins take, so load balancer writes fall inside it.
+			time.Sleep(time.Duration(i) * 60 * time.Millisecond)
+			svc := service(fmt.Sprintf("%08d-0000-0000-0000-0000000000ab", i), fmt.Sprintf("svc-%d", i), nil)
+			_, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, all)
+			errs <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a service failed: %v", err)
+		}
+	}
+	st := e.sim.Middleware().Stats()
+	if c := st.Sum("PUT", "Microsoft.Network/loadBalancers", http.StatusPreconditionFailed); c != 0 {
+		t.Errorf("%d load balancer PUTs refused with 412 (of %d)", c, st.Sum("PUT", "Microsoft.Network/loadBalancers", 0))
+	}
+	if got, _ := e.poolMachines(t, ctx, testCluster); fmt.Sprint(got) != fmt.Sprint(nodeNames(all)) {
+		t.Errorf("pool members %v", got)
+	}
 }

@@ -58,6 +58,11 @@ type ipConfigBackends struct {
 	// lbChanged says that Azure changed a load balancer as a side effect of NIC or scale set VM
 	// writes: its pools' back-references to the ip configurations.
 	lbChanged func(lbID string)
+	// inLBTurn runs f in the load balancer writer's turn (between its batches), so the
+	// writes that change the load balancer as a side effect never overlap a write of it: each
+	// overlap cost a 412 and a re-sent load balancer, and a burst of them failed service syncs.
+	// Optional (nil: f runs at once).
+	inLBTurn func(ctx context.Context, lbID string, f func(ctx context.Context) error) error
 
 	batch int
 	// preConfigured is azure.json preConfiguredBackendPoolLoadBalancerTypes ("", internal,
@@ -204,7 +209,17 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 			}
 		}
 	}
-	wrote, err := b.apply(ctx, edits)
+	var wrote bool
+	apply := func(ctx context.Context) (err error) {
+		wrote, err = b.apply(ctx, edits)
+		return err
+	}
+	var err error
+	if b.inLBTurn != nil && len(edits) > 0 {
+		err = b.inLBTurn(ctx, str(lb.ID), apply)
+	} else {
+		err = apply(ctx)
+	}
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -453,6 +468,9 @@ func newIPConfig(o Options) *ipConfigBackends {
 		vmssVMs:       o.Writers.ScaleSetVMs,
 		scaleSets:     o.Writers.ScaleSets,
 		lbChanged:     func(lbID string) { lbs.For(lbID).Invalidate() },
+		inLBTurn: func(ctx context.Context, lbID string, f func(ctx context.Context) error) error {
+			return lbs.For(lbID).Do(ctx, func(ctx context.Context, _ writer.Store[armnetwork.LoadBalancer]) error { return f(ctx) })
+		},
 	}
 	if c := o.Caches; c != nil {
 		b.listScaleSets = c.ScaleSets.Get
