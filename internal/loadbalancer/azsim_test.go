@@ -299,6 +299,28 @@ func TestForeignLoadBalancerClassIsLeftAlone(t *testing.T) {
 	}
 }
 
+// ensureConcurrently ensures n services at once (service i from svc(i), started i*spread after
+// the first) and returns the first error.
+func ensureConcurrently(ctx context.Context, lb *LoadBalancer, n int, spread time.Duration, svc func(i int) *v1.Service, nodes []*v1.Node) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * spread)
+			_, err := lb.EnsureLoadBalancer(ctx, testCluster, svc(i), nodes)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func TestConcurrentServicesShareLoadBalancerWrites(t *testing.T) {
 	e := newEnv(t, config.BackendPoolNodeIP)
 	ctx := ctxT(t)
@@ -309,23 +331,10 @@ func TestConcurrentServicesShareLoadBalancerWrites(t *testing.T) {
 	}
 	st0, _ := e.srv.Client().Stats(ctx)
 	const n = 12
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 1; i <= n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			svc := service(fmt.Sprintf("%08d-0000-0000-0000-00000000000e", i), fmt.Sprintf("svc-%d", i), nil)
-			_, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nil)
-			errs <- err
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := ensureConcurrently(ctx, e.lb, n, 0, func(i int) *v1.Service {
+		return service(fmt.Sprintf("%08d-0000-0000-0000-00000000000e", i+1), fmt.Sprintf("svc-%d", i+1), nil)
+	}, nil); err != nil {
+		t.Fatal(err)
 	}
 	st1, _ := e.srv.Client().Stats(ctx)
 	lbPuts := st1.Sum("PUT", "Microsoft.Network/loadBalancers", 0) - st0.Sum("PUT", "Microsoft.Network/loadBalancers", 0)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -380,23 +379,10 @@ func TestNodeIPConfigurationConcurrentServicesShareNICWrites(t *testing.T) {
 	all := e.machineNodes()
 	before := e.stats()
 	const n = 12
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			svc := service(fmt.Sprintf("%08d-0000-0000-0000-0000000000ff", i), fmt.Sprintf("svc-%d", i), nil)
-			_, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, all)
-			errs <- err
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := ensureConcurrently(ctx, e.lb, n, 0, func(i int) *v1.Service {
+		return service(fmt.Sprintf("%08d-0000-0000-0000-0000000000ff", i), fmt.Sprintf("svc-%d", i), nil)
+	}, all); err != nil {
+		t.Fatal(err)
 	}
 	after := e.stats()
 	t.Logf("%d concurrent services:\n%s", n, diff(before, after))
@@ -637,26 +623,11 @@ func TestPoolJoinsNeverOverlapLoadBalancerWrites(t *testing.T) {
 		{Class: middleware.Write, ResourceType: "Microsoft.Network/loadBalancers", Delay: d(150 * time.Millisecond)},
 		{Class: middleware.Write, Delay: d(200 * time.Millisecond)},
 	}})
-	const n = 12
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			// Spread over the time the joins take, so load balancer writes fall inside it.
-			time.Sleep(time.Duration(i) * 60 * time.Millisecond)
-			svc := service(fmt.Sprintf("%08d-0000-0000-0000-0000000000ab", i), fmt.Sprintf("svc-%d", i), nil)
-			_, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, all)
-			errs <- err
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("a service failed: %v", err)
-		}
+	// Spread over the time the joins take, so load balancer writes fall inside it.
+	if err := ensureConcurrently(ctx, e.lb, 12, 60*time.Millisecond, func(i int) *v1.Service {
+		return service(fmt.Sprintf("%08d-0000-0000-0000-0000000000ab", i), fmt.Sprintf("svc-%d", i), nil)
+	}, all); err != nil {
+		t.Errorf("a service failed: %v", err)
 	}
 	st := e.sim.Middleware().Stats()
 	if c := st.Sum("PUT", "Microsoft.Network/loadBalancers", http.StatusPreconditionFailed); c != 0 {
