@@ -110,7 +110,15 @@ func (l *lbEnv) clusterVersions(ctx context.Context) string {
 		parts = append(parts, "service "+s.Namespace+"/"+s.Name+"@"+s.ResourceVersion)
 	}
 	for _, n := range nodes.Items {
-		parts = append(parts, "node "+n.Name+" "+strings.Join(n.Finalizers, ",")+fmt.Sprint(n.Spec.Taints))
+		// Taints under node.kubernetes.io/ are the node lifecycle's (kube-controller-manager):
+		// they come and go with kwok's heartbeats while the plan runs.
+		var taints []string
+		for _, t := range n.Spec.Taints {
+			if !strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+				taints = append(taints, t.ToString())
+			}
+		}
+		parts = append(parts, "node "+n.Name+" "+strings.Join(n.Finalizers, ",")+" "+strings.Join(taints, ","))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "\n") + fmt.Sprintf("\nservice events: %d", len(evs.Items))
