@@ -33,7 +33,7 @@ func TestAdminStateBench(t *testing.T) {
 	}
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = nodes
-	e := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+	e := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, CloudConfig: nodeIPConfig()})
 	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
 	e.StartCCM()
 	for _, m := range e.Machines {

@@ -44,7 +44,7 @@ func largeTopology(n int) *topology.Topology {
 // a steady state after.
 func TestLargeCluster(t *testing.T) {
 	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: largeTopology(largeNodes), StartupTimeout: 10 * time.Minute,
-		ClusterExtraArgs: clusterArgs, CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+		ClusterExtraArgs: clusterArgs, CloudConfig: nodeIPConfig()})
 	b := &bench{t: t, env: env}
 	res := newResult("large-cluster", "5,000 nodes and 1,000 services: CCM memory and CPU", "TestLargeCluster",
 		"BENCH_LARGE_NODES", "BENCH_LARGE_SERVICES", "BENCH_LARGE_STEADY_SECONDS")

@@ -62,7 +62,7 @@ func TestRollingUpgrade(t *testing.T) {
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = 2 * rollNodes
 	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
-		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+		CloudConfig: nodeIPConfig()})
 	b := &bench{t: t, env: env}
 	old, repl := env.Machines[:rollNodes], env.Machines[rollNodes:]
 	b.createNodes(old)

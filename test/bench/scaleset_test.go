@@ -29,7 +29,7 @@ func TestScaleSetScaling(t *testing.T) {
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = scaleNodes + extra
 	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
-		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+		CloudConfig: nodeIPConfig()})
 	b := &bench{t: t, env: env}
 	base, spare := env.Machines[:scaleNodes], env.Machines[scaleNodes:]
 	b.createNodes(base)

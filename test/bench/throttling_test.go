@@ -26,7 +26,7 @@ func TestThrottling(t *testing.T) {
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = throttleNodes
 	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
-		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+		CloudConfig: nodeIPConfig()})
 	b := &bench{t: t, env: env}
 	b.createNodes(env.Machines)
 	env.StartCCM()
@@ -110,7 +110,7 @@ func TestThrottlingScaledLimits(t *testing.T) {
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = gateNodes
 	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
-		CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
+		CloudConfig: nodeIPConfig()})
 	b := &bench{t: t, env: env}
 	b.createNodes(env.Machines)
 	env.StartCCM()
