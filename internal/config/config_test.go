@@ -123,7 +123,10 @@ func TestValidateNamesOffendingKey(t *testing.T) {
 		{"sp without tenant", `{` + base + `,"aadClientId":"c","aadClientSecret":"x"}`, []string{"tenantId: is required"}},
 		{"wi without file", `{` + base + `,"tenantId":"t","aadClientId":"c","useFederatedWorkloadIdentityExtension":true}`, []string{"aadFederatedTokenFile: is required"}},
 		{"uami without mi", `{` + base + `,"userAssignedIdentityID":"abc"}`, []string{`userAssignedIdentityID: "abc"`}},
-		{"rm endpoint", `{` + base + `,"resourceManagerEndpoint":"ftp://x"}`, []string{`resourceManagerEndpoint: "ftp://x"`}},
+		{"rm endpoint", `{` + base + `,"resourceManagerEndpoint":"ftp://x"}`, []string{`resourceManagerEndpoint: "ftp://x" must be an https:// URL`}},
+		{"rm endpoint http", `{` + base + `,"resourceManagerEndpoint":"http://127.0.0.1:8080/"}`, []string{`resourceManagerEndpoint: "http://127.0.0.1:8080/" must be an https:// URL`}},
+		{"rm endpoint no host", `{` + base + `,"resourceManagerEndpoint":"https:///x"}`, []string{`resourceManagerEndpoint: "https:///x" has no host`}},
+		{"rm endpoint userinfo", `{` + base + `,"resourceManagerEndpoint":"https://u:pw@arm.local/"}`, []string{`resourceManagerEndpoint: "https://REDACTED@arm.local/" must not carry user information`}},
 		{"service gateway partial", `{` + base + `,"serviceGatewayEnabled":true}`, []string{"serviceGatewayEnabled: "}},
 		{"multi-slb pool type", `{` + base + `,"multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p"}]}`, []string{"multipleStandardLoadBalancerConfigurations: cannot be used with loadBalancerBackendPoolConfigurationType"}},
 		{"multi-slb dup", `{` + base + `,"loadBalancerBackendPoolConfigurationType":"nodeIP","multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p"},{"name":"A","primaryVMSet":"p"}]}`,
@@ -233,7 +236,7 @@ func TestResolveEnvironmentStackFile(t *testing.T) {
 func TestResolveEnvironmentMetadata(t *testing.T) {
 	var hits int
 	var body string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits++
 		if r.URL.Path != "/metadata/endpoints" || r.URL.Query().Get("api-version") != "2019-05-01" {
 			http.NotFound(w, r)

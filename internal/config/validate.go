@@ -115,9 +115,12 @@ func Validate(c *Config) error {
 	if c.UserAssignedIdentityID != "" && !c.UseManagedIdentityExtension {
 		bad("userAssignedIdentityID", "%q is set but useManagedIdentityExtension is false", c.UserAssignedIdentityID)
 	}
-	if c.ResourceManagerEndpoint != "" && !strings.HasPrefix(c.ResourceManagerEndpoint, "https://") &&
-		!strings.HasPrefix(c.ResourceManagerEndpoint, "http://") {
-		bad("resourceManagerEndpoint", "%q is not an http(s) URL", c.ResourceManagerEndpoint)
+	if c.ResourceManagerEndpoint != "" {
+		// The metadata document served there names the login server that receives the client
+		// secret or assertion: it must come over a verified TLS connection.
+		if err := CheckHTTPSURL(c.ResourceManagerEndpoint); err != nil {
+			bad("resourceManagerEndpoint", "%s", err)
+		}
 	}
 
 	// Service Gateway is all or nothing.
