@@ -66,6 +66,12 @@ func NewCredential(cfg *config.Config, env config.Environment, transport policy.
 	if err != nil {
 		return nil, "", err
 	}
+	if method != AuthManagedIdentity && env.ActiveDirectoryEndpoint != "" {
+		// The login server receives the secret or the signed assertion: TLS only.
+		if err := config.CheckHTTPSURL(env.ActiveDirectoryEndpoint); err != nil {
+			return nil, method, fmt.Errorf("login endpoint (activeDirectoryEndpoint): %w", err)
+		}
+	}
 	co := azcore.ClientOptions{Cloud: env.CloudConfiguration(), Transport: transport}
 	disableDiscovery := !IsWellKnownAuthorityHost(env.ActiveDirectoryEndpoint)
 
@@ -97,31 +103,17 @@ func NewCredential(cfg *config.Config, env config.Environment, transport policy.
 		}
 		certs, key, perr := azidentity.ParseCertificates(data, []byte(cfg.AADClientCertPassword.Value()))
 		if perr != nil {
-			// The parser's message never includes the password; name the file and key.
-			return nil, method, fmt.Errorf("aadClientCertPath %s: cannot read certificate and key (check aadClientCertPassword): %w",
-				cfg.AADClientCertPath, perr)
+			// Name the file and key; the parser's message is scrubbed all the same.
+			return nil, method, fmt.Errorf("aadClientCertPath %s: cannot read certificate and key (check aadClientCertPassword): %s",
+				cfg.AADClientCertPath, NewScrubber(cfg, nil).Scrub(perr.Error()))
 		}
 		cred, err = azidentity.NewClientCertificateCredential(cfg.TenantID, cfg.AADClientID, certs, key,
 			&azidentity.ClientCertificateCredentialOptions{ClientOptions: co, SendCertificateChain: true,
 				DisableInstanceDiscovery: disableDiscovery})
 	}
+	scrubber := NewScrubber(cfg, nil)
 	if err != nil {
-		return nil, method, fmt.Errorf("%s login: %w", method, redactErr(err, cfg))
+		return nil, method, fmt.Errorf("%s login: %s", method, scrubber.Scrub(err.Error()))
 	}
-	return cred, method, nil
-}
-
-// redactErr makes sure no configured secret ends up in an error message.
-func redactErr(err error, cfg *config.Config) error {
-	msg := err.Error()
-	clean := msg
-	for _, s := range []string{cfg.AADClientSecret.Value(), cfg.AADClientCertPassword.Value()} {
-		if s != "" {
-			clean = strings.ReplaceAll(clean, s, "REDACTED")
-		}
-	}
-	if clean == msg {
-		return err
-	}
-	return fmt.Errorf("%s", clean)
+	return &scrubbedCredential{cred: cred, method: method, scrubber: scrubber}, method, nil
 }
