@@ -50,7 +50,8 @@ func main() {
 }
 
 // cloudInitializer builds the provider. An invalid azure.json is fatal with the offending key
-// named; login or ARM failures are retried with backoff inside provider.New.
+// named; login and ARM failures are retried with backoff in the provider's Initialize, after the
+// secure port serves.
 func cloudInitializer(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
 	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
 	migrationClusterName = c.ComponentConfig.KubeCloudShared.ClusterName

@@ -86,13 +86,14 @@ func ResolveEnvironment(ctx context.Context, c *Config, getenv func(string) stri
 		path := getenv(EnvEnvironmentFile)
 		if path == "" {
 			if c.ResourceManagerEndpoint == "" {
-				return Environment{}, fmt.Errorf("cloud: %q needs the environment variable %s or resourceManagerEndpoint", c.Cloud, EnvEnvironmentFile)
+				return Environment{}, Invalid(fmt.Errorf("cloud: %s needs the environment variable %s or resourceManagerEndpoint", Quote(c.Cloud), EnvEnvironmentFile))
 			}
 			return env, nil
 		}
 		fe, err := readEnvironmentFile(path)
 		if err != nil {
-			return Environment{}, err
+			// The file is mounted with the pod: it does not appear or change by waiting.
+			return Environment{}, Invalid(err)
 		}
 		// As in the existing provider, ARM is overridden only when both values are present.
 		if fe.ResourceManagerEndpoint != "" && fe.TokenAudience != "" {
@@ -106,7 +107,7 @@ func ResolveEnvironment(ctx context.Context, c *Config, getenv func(string) stri
 		}
 	}
 	if env.ResourceManagerEndpoint == "" || env.TokenAudience == "" {
-		return Environment{}, fmt.Errorf("cloud %q: no resource manager endpoint or token audience configured", c.Cloud)
+		return Environment{}, Invalid(fmt.Errorf("cloud %s: no resource manager endpoint or token audience configured", Quote(c.Cloud)))
 	}
 	return env, nil
 }
@@ -162,7 +163,7 @@ func fetchMetadata(ctx context.Context, endpoint, cloudName string, hc *http.Cli
 	// Checked here too (Validate does it first) because the document decides where the
 	// credential goes: it must be read over TLS from the configured host.
 	if err := CheckHTTPSURL(endpoint); err != nil {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %w", err)
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %w", err))
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	if hc != nil {
@@ -176,6 +177,9 @@ func fetchMetadata(ctx context.Context, endpoint, cloudName string, hc *http.Cli
 		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s: %w", Quote(endpoint), err)
 	}
 	resp, err := client.Do(req)
+	if errors.Is(err, errRedirect) {
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: fetching %s: %w", url, err))
+	}
 	if err != nil {
 		return Environment{}, fmt.Errorf("resourceManagerEndpoint: fetching %s: %w", url, err)
 	}
@@ -199,7 +203,7 @@ func fetchMetadata(ctx context.Context, endpoint, cloudName string, hc *http.Cli
 	}
 	e, err := pickMetadata(entries, cloudName)
 	if err != nil {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s: %w", url, err)
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: %w", url, err))
 	}
 	env := Environment{Name: e.Name, ResourceManagerEndpoint: e.ResourceManager,
 		TokenAudience: e.Authentication.Audiences[0], ActiveDirectoryEndpoint: e.Authentication.LoginEndpoint}
@@ -208,13 +212,13 @@ func fetchMetadata(ctx context.Context, endpoint, cloudName string, hc *http.Cli
 	}
 	// Both receive credentials: the login server the secret or assertion, ARM the token.
 	if env.ActiveDirectoryEndpoint == "" {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s: environment %s has no authentication.loginEndpoint", url, Quote(e.Name))
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: environment %s has no authentication.loginEndpoint", url, Quote(e.Name)))
 	}
 	if err := CheckHTTPSURL(env.ActiveDirectoryEndpoint); err != nil {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s: authentication.loginEndpoint: %w", url, err)
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: authentication.loginEndpoint: %w", url, err))
 	}
 	if err := CheckHTTPSURL(env.ResourceManagerEndpoint); err != nil {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s: resourceManager: %w", url, err)
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: resourceManager: %w", url, err))
 	}
 	return env, nil
 }

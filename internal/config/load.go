@@ -20,12 +20,17 @@ const (
 	EnvEnvironmentFile    = "AZURE_ENVIRONMENT_FILEPATH"
 )
 
+// MaxFileSize bounds azure.json: real files are a few KB (Kubernetes Secrets hold at most 1 MiB),
+// and decoding is far larger than the input (a 40 MB file took 1.4 GB), so a wrong file must
+// not reach the decoder.
+const MaxFileSize = 1 << 20
+
 // LoadFile reads, defaults and validates an azure.json (JSON or YAML) file. The process
 // environment supplies the overrides.
 func LoadFile(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFileLimited(path, MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("reading cloud config: %w", err)
+		return nil, fmt.Errorf("reading cloud config %s: %w", path, err)
 	}
 	cfg, err := Parse(data, os.Getenv)
 	if err != nil {
@@ -38,6 +43,9 @@ func LoadFile(path string) (*Config, error) {
 // overrides read through getenv, fills in defaults and validates. The error names every
 // offending key and value.
 func Parse(data []byte, getenv func(string) string) (*Config, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("the cloud config is %d bytes, larger than the limit of %d", len(data), MaxFileSize)
+	}
 	cfg := &Config{}
 	if len(strings.TrimSpace(string(data))) > 0 {
 		if err := yaml.Unmarshal(data, cfg); err != nil {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -74,6 +75,9 @@ type Options struct {
 	StartupBackoff time.Duration
 	// RouteGatherWindow overrides the route writer's batching window.
 	RouteGatherWindow time.Duration
+	// Fatal is called by Initialize when start-up meets a configuration mistake (default: log it
+	// and exit with status 1).
+	Fatal func(error)
 }
 
 // Cloud is the Azure cloud provider.
@@ -81,6 +85,9 @@ type Cloud struct {
 	Config   *config.Config
 	Clients  *arm.Clients
 	Resolver *nodes.Resolver
+
+	opts    Options
+	started atomic.Bool
 
 	zonesMu sync.RWMutex
 	zones   map[string][]string
@@ -108,18 +115,20 @@ func init() {
 		if r == nil {
 			return nil, fmt.Errorf("--cloud-config is required for the %s provider", ProviderName)
 		}
-		data, err := io.ReadAll(r)
+		data, err := config.ReadLimited(r, config.MaxFileSize)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("invalid cloud config: %w", err)
 		}
-		return NewFromBytes(context.Background(), data, Options{})
+		// No network here: the cloud-provider app serves its secure port (/healthz) only after
+		// this returns. Login and the first ARM call happen in Initialize.
+		return PrepareFromBytes(data, Options{})
 	})
 }
 
 var envLookup = os.Getenv
 
-// NewFromBytes parses azure.json and starts the provider (see New).
-func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
+// PrepareFromBytes parses azure.json and prepares the provider (see Prepare).
+func PrepareFromBytes(data []byte, o Options) (*Cloud, error) {
 	cfg, err := config.Parse(data, envLookup)
 	if err != nil {
 		// A configuration mistake does not heal by retrying: fail with the key named.
@@ -128,52 +137,94 @@ func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
 	if unknown, _ := config.UnknownKeys(bytes.TrimSpace(data)); len(unknown) > 0 {
 		klog.InfoS("Warning: unknown keys in the cloud config are ignored", "keys", unknown)
 	}
-	return New(ctx, cfg, o)
+	return Prepare(cfg, o)
 }
 
-// New builds the ARM clients and reads the region's zones (the one ARM call at start-up).
-// Login and ARM failures are retried with exponential backoff, logging each failure, until ctx
-// ends: a transient outage delays start-up instead of crash-looping the CCM.
-func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
-	c := &Cloud{Config: cfg, onPremRoutes: map[string]cloudprovider.Route{}}
+// NewFromBytes parses azure.json and starts the provider (see New).
+func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
+	c, err := PrepareFromBytes(data, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Prepare checks what a retry cannot heal — the credentials configured, the certificate and
+// federated token files readable — without any network call, and returns the provider, not yet
+// started.
+func Prepare(cfg *config.Config, o Options) (*Cloud, error) {
 	if o.ARM.Credential == nil {
-		// Missing credentials are a configuration mistake: fail now instead of retrying.
-		if _, err := arm.ChooseAuthMethod(cfg); err != nil {
+		if err := arm.CheckCredentials(cfg); err != nil {
 			return nil, fmt.Errorf("invalid cloud config: %w", err)
 		}
 	}
-	delay := o.StartupBackoff
+	return &Cloud{Config: cfg, opts: o, onPremRoutes: map[string]cloudprovider.Route{}}, nil
+}
+
+// New prepares and starts the provider (Prepare, then Start).
+func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
+	c, err := Prepare(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Start builds the ARM clients and reads the region's zones (the one ARM call at start-up).
+// Login and ARM failures are retried with exponential backoff, logging each failure, until ctx
+// ends: a transient outage delays start-up instead of crash-looping the CCM. A configuration
+// mistake found on the way (config.IsInvalid: an endpoint that is not https, a metadata document
+// without the configured cloud) is returned at once.
+func (c *Cloud) Start(ctx context.Context) error {
+	if c.started.Load() {
+		return nil
+	}
+	delay := c.opts.StartupBackoff
 	if delay <= 0 {
 		delay = 2 * time.Second
 	}
 	for attempt := 1; ; attempt++ {
-		err := c.start(ctx, o)
+		err := c.start(ctx, c.opts)
 		if err == nil {
 			break
+		}
+		if config.IsInvalid(err) {
+			return fmt.Errorf("invalid cloud config: %w", err)
 		}
 		klog.ErrorS(err, "Azure cloud provider start-up failed; retrying", "attempt", attempt, "retryIn", delay)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), err)
 		case <-time.After(delay):
 		}
 		if delay *= 2; delay > 2*time.Minute {
 			delay = 2 * time.Minute
 		}
 	}
+	cfg := c.Config
 	c.Resolver = nodes.NewResolver(cfg, c.Clients.Caches, nodes.NewNodeMap())
 	if cfg.RouteTableName != "" {
 		c.routeWriter = routes.NewWriter(&routes.ARMStore{
 			Client:        c.Clients.Network.NewRouteTablesClient(),
 			ResourceGroup: cfg.RouteTableRG(), Name: cfg.RouteTableName, PollFrequency: c.Clients.PollFrequency,
-		}, routes.WriterOptions{Location: cfg.Location, GatherWindow: o.RouteGatherWindow,
+		}, routes.WriterOptions{Location: cfg.Location, GatherWindow: c.opts.RouteGatherWindow,
 			CacheTTL: time.Duration(cfg.RouteTableCacheTTLInSeconds) * time.Second})
 	}
+	c.started.Store(true)
 	klog.InfoS("Azure cloud provider started", "cloud", c.Clients.Environment.Name, "resourceManager", c.Clients.Environment.ResourceManagerEndpoint,
 		"auth", c.Clients.AuthMethod, "subscription", cfg.SubscriptionID, "resourceGroup", cfg.ResourceGroup, "location", cfg.Location,
 		"vmType", cfg.VMType, "zones", c.RegionZones())
-	return c, nil
+	return nil
 }
+
+// Started reports whether Start has succeeded.
+func (c *Cloud) Started() bool { return c.started.Load() }
 
 func (c *Cloud) start(ctx context.Context, o Options) error {
 	if c.Clients == nil {
@@ -214,8 +265,31 @@ func (c *Cloud) RegionZones() []string {
 	return append([]string(nil), c.zones[arm.NormalizeLocation(c.Config.Location)]...)
 }
 
-// Initialize is called by the cloud-provider app with the client builder.
+// Initialize is called by the cloud-provider app with the client builder, after it serves its
+// secure port and (with leader election) once this replica leads, before any controller starts.
+// It starts the provider here, waiting through login and ARM outages while /healthz keeps
+// answering; a configuration mistake found on the way is fatal.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	if !c.Started() {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := c.Start(ctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil && !config.IsInvalid(err) {
+				klog.InfoS("Azure cloud provider start-up stopped", "reason", err)
+				return
+			}
+			c.fatal(err)
+			return
+		}
+	}
 	kube, err := clientBuilder.Client("azure-cloud-provider")
 	if err != nil {
 		klog.ErrorS(err, "Cannot create the cloud provider's Kubernetes client; events will not be recorded")
@@ -227,6 +301,15 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		c.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "azure-cloud-provider"})
 	}
 	go c.zoneRefresher(stop)
+}
+
+func (c *Cloud) fatal(err error) {
+	if c.opts.Fatal != nil {
+		c.opts.Fatal(err)
+		return
+	}
+	klog.ErrorS(err, "Azure cloud provider cannot start")
+	klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 }
 
 func (c *Cloud) zoneRefresher(stop <-chan struct{}) {
@@ -249,6 +332,9 @@ func (c *Cloud) zoneRefresher(stop <-chan struct{}) {
 // SetInformers feeds the node map (cross-RG and on-prem node labels) from the shared informer.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.informers = f
+	if !c.Started() {
+		return
+	}
 	if err := c.Resolver.Nodes().Watch(f.Core().V1().Nodes().Informer()); err != nil {
 		klog.ErrorS(err, "Cannot watch nodes")
 	}
@@ -257,7 +343,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 // LoadBalancer returns the implementation installed with SetLoadBalancerBuilder.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	b := currentLBBuilder()
-	if b == nil {
+	if b == nil || !c.Started() {
 		return nil, false
 	}
 	c.lbOnce.Do(func() {
@@ -277,7 +363,12 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
 
 // InstancesV2 resolves nodes to VMs.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return &instances{c: c}, true }
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	if !c.Started() {
+		return nil, false
+	}
+	return &instances{c: c}, true
+}
 
 // Zones is not needed: InstancesV2 returns zone and region.
 func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }

@@ -67,6 +67,7 @@ type Env struct {
 	mu      sync.Mutex
 	ccm     *Process
 	ccmArgs []string
+	ccmEnv  []string
 	ccmPort int
 
 	reaper       *reaper

@@ -380,6 +380,10 @@ func (s *Server) TLSConfig() *tls.Config {
 	return &tls.Config{RootCAs: s.bundle.Pool(), MinVersion: tls.VersionTLS12}
 }
 
+// ServerCertificate is azsim's TLS certificate (signed by its CA, valid for localhost,
+// 127.0.0.1, ::1 and ExtraNames), for test servers that clients trusting azsim must accept.
+func (s *Server) ServerCertificate() tls.Certificate { return s.bundle.TLS }
+
 // HTTPClient is an http.Client that trusts azsim (use it as azcore ClientOptions.Transport).
 func (s *Server) HTTPClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
