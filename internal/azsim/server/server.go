@@ -251,7 +251,29 @@ func (s *Server) mainHandler() http.Handler {
 	// knows resources inside subscriptions.
 	mux.Handle("GET /subscriptions", s.authorized(http.HandlerFunc(s.listSubscriptions)))
 	mux.Handle("/", s.mw)
-	return mux
+	return limitBodies(mux, maxAnyBody)
+}
+
+// maxAnyBody bounds every request body on the HTTPS listener (the control API's topology seeds
+// are the largest); the ARM API has its own, smaller limit (middleware.DefaultMaxBodyBytes).
+const maxAnyBody = 16 << 20
+
+// limitBodies answers 413 to announced bodies over limit and stops reading others there.
+func limitBodies(next http.Handler, limit int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "RequestContentTooLarge",
+				"message": fmt.Sprintf("The request content size exceeds the maximum of %d bytes.", limit)}})
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) authorized(h http.Handler) http.Handler {
