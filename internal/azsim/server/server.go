@@ -111,7 +111,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 
 	s.mw = middleware.New(s.engine, middleware.Options{
-		Authorize: issuer.Authorize,
+		Authorize: s.identity.Authorize,
 		Latency:   opts.Latency,
 		Throttle:  *opts.Throttle,
 		Seed:      opts.FaultSeed,
@@ -278,7 +278,7 @@ func limitBodies(next http.Handler, limit int64) http.Handler {
 
 func (s *Server) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.identity.Issuer.Authorize(r); err != nil {
+		if err := s.identity.Authorize(r); err != nil {
 			var ae *identity.AuthError
 			if errors.As(err, &ae) {
 				ae.WriteTo(w)
@@ -292,7 +292,16 @@ func (s *Server) authorized(h http.Handler) http.Handler {
 }
 
 func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+	claims, err := s.identity.Claims(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	creds := s.identity.Credentials()
 	subs := map[string]bool{strings.ToLower(s.opts.SubscriptionID): true}
+	for sub := range creds.SubscriptionTenants {
+		subs[strings.ToLower(sub)] = true
+	}
 	for _, rg := range s.engine.ListResources("Microsoft.Resources/resourceGroups") {
 		var doc struct{ ID string }
 		if json.Unmarshal(rg, &doc) == nil {
@@ -308,8 +317,13 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(ids)
 	var value []map[string]any
 	for _, id := range ids {
+		// As in Azure, a token lists the subscriptions of its own tenant.
+		tenant := creds.TenantOf(id)
+		if !strings.EqualFold(tenant, claims.TenantID) {
+			continue
+		}
 		value = append(value, map[string]any{
-			"id": "/subscriptions/" + id, "subscriptionId": id, "tenantId": s.opts.Credentials.TenantID,
+			"id": "/subscriptions/" + id, "subscriptionId": id, "tenantId": tenant,
 			"displayName": "azsim " + id, "state": "Enabled", "authorizationSource": "RoleBased",
 			"subscriptionPolicies": map[string]any{"locationPlacementId": "Public_2014-09-01", "quotaId": "PayAsYouGo_2014-09-01", "spendingLimit": "Off"},
 		})
