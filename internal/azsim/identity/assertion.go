@@ -2,10 +2,10 @@ package identity
 
 import (
 	"crypto/sha1"
-	"errors"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"time"

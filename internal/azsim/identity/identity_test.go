@@ -71,7 +71,7 @@ func newFixture(t *testing.T) *fixture {
 	creds := Credentials{
 		Tenants:             []string{otherTenant},
 		SubscriptionTenants: map[string]string{otherSub: otherTenant},
-		TenantID: tenant,
+		TenantID:            tenant,
 		Clients: []Client{
 			{ClientID: "sp-secret", Secret: "s3cret"},
 			{ClientID: "sp-cert", CertificatePEM: string(certPEM)},
