@@ -60,13 +60,9 @@ func main() {
 }
 
 func run(ctx context.Context, f flags) error {
-	data, err := os.ReadFile(f.cloudConfig)
+	cfg, err := config.LoadFile(f.cloudConfig)
 	if err != nil {
-		return err
-	}
-	cfg, err := config.Parse(data, os.Getenv)
-	if err != nil {
-		return fmt.Errorf("invalid cloud config %s: %w", f.cloudConfig, err)
+		return fmt.Errorf("invalid cloud config: %w", err)
 	}
 	metrics := provisioner.NewMetrics()
 	metrics.Register()

@@ -52,7 +52,10 @@ func describeJSONError(data []byte, err error) error {
 		if key == "" {
 			key = keyAt(data, typ.Offset)
 		}
-		return fmt.Errorf("key %s: a JSON %s cannot be a %s (line %d, column %d)", Quote(key), typ.Value, goTypeName(typ), line, col)
+		if key == "" {
+			return fmt.Errorf("the document is a JSON %s, not an object", typ.Value)
+		}
+		return fmt.Errorf("key %s: a JSON %s where %s is expected (line %d, column %d)", Quote(key), typ.Value, goTypeName(typ), line, col)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("JSON ends early (an object or string is not closed)")
 	}
@@ -61,21 +64,21 @@ func describeJSONError(data []byte, err error) error {
 
 func goTypeName(e *json.UnmarshalTypeError) string {
 	if e.Type == nil {
-		return "value of another type"
+		return "another type"
 	}
 	switch e.Type.Kind().String() {
 	case "string":
-		return "string"
+		return "a string"
 	case "bool":
-		return "boolean"
+		return "true or false"
 	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "integer"
+		return "an integer"
 	case "float32", "float64":
-		return "number"
+		return "a number"
 	case "slice", "array":
-		return "list"
+		return "a list"
 	case "map", "struct", "ptr":
-		return "object"
+		return "an object"
 	}
 	return e.Type.String()
 }
