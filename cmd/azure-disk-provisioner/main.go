@@ -32,6 +32,9 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/disks/provisioner"
 )
 
+// userAgent starts the User-Agent of the provisioner's ARM requests.
+const userAgent = "azure-disk-provisioner"
+
 type flags struct {
 	kubeconfig, cloudConfig, name, extraNames, leNamespace, metricsAddr string
 	leaderElect                                                         bool
@@ -66,7 +69,8 @@ func run(ctx context.Context, f flags) error {
 	}
 	metrics := provisioner.NewMetrics()
 	metrics.Register()
-	clients, err := arm.New(ctx, cfg, arm.Options{Metrics: arm.DefaultMetrics()})
+	// Its own User-Agent: its Azure role differs from the CCM's (deploy/azure).
+	clients, err := arm.New(ctx, cfg, arm.Options{Metrics: arm.DefaultMetrics(), ApplicationID: userAgent})
 	if err != nil {
 		return fmt.Errorf("ARM clients: %w", err)
 	}

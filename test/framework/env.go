@@ -190,6 +190,7 @@ func (e *Env) teardown() {
 		if err := e.StopCCM(); err != nil {
 			e.T.Logf("framework: %v", err)
 		}
+		e.recordRoleActions()
 		if e.Azure != nil {
 			e.Azure.Close()
 		}

@@ -209,6 +209,9 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		m.counters.recordRoleActions(clientOf(r), op.RoleAction(), LinkedActions(op, r.URL.Path, body))
+	} else {
+		m.counters.recordRoleActions(clientOf(r), op.RoleAction(), nil)
 	}
 	if op.Subscription != "" {
 		remaining, wait, ok := m.throttle.take(op, m.opts.Now())
