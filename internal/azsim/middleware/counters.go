@@ -65,8 +65,8 @@ type counters struct {
 	counts      map[countKey]*Count
 	resources   map[resourceKey]*ResourceCount
 	roleActions map[roleActionKey]*RoleActionCount
-	throttled int64
-	faults    int64
+	throttled   int64
+	faults      int64
 
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
