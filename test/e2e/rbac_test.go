@@ -48,11 +48,26 @@ const (
 // deploy/manifests are used: verify-deploy checks they equal that rendering.
 func rbacRender(t *testing.T, templates ...string) []byte {
 	t.Helper()
+	return rbacRenderWith(t, nil, templates...)
+}
+
+// rbacRenderWith renders with helm --set values; without helm only default values can be used.
+func rbacRenderWith(t *testing.T, sets []string, templates ...string) []byte {
+	t.Helper()
 	root := framework.RepoRoot()
 	helm := filepath.Join(framework.ToolsDir(), "helm")
+	if _, err := os.Stat(helm); err != nil && len(sets) > 0 {
+		if framework.InCI() {
+			t.Fatalf("helm missing (hack/verify-deploy.sh installs it): %v", err)
+		}
+		t.Skipf("helm missing (run hack/verify-deploy.sh) to render the chart with %v", sets)
+	}
 	if _, err := os.Stat(helm); err == nil {
 		args := []string{"template", "azure-ccm", filepath.Join(root, "deploy", "chart", "azure-ccm"),
 			"--namespace", rbacNamespace, "--kube-version", framework.PinnedVersions()["KUBERNETES_VERSION"]}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
 		for _, tpl := range templates {
 			args = append(args, "--show-only", "templates/"+tpl)
 		}
@@ -480,12 +495,15 @@ func TestRBACDiskProvisioner(t *testing.T) {
 	}
 	var args []string
 	for _, a := range chartArgs {
-		if !strings.HasPrefix(a, "--cloud-config=") && !strings.HasPrefix(a, "--metrics-address=") {
+		if !strings.HasPrefix(a, "--cloud-config=") && !strings.HasPrefix(a, "--secure-port=") {
 			args = append(args, a)
 		}
 	}
-	args = append(args, "--kubeconfig="+kubeconfig, "--cloud-config="+e.CloudConfigPath,
-		fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
+	if len(args) == len(chartArgs) {
+		t.Fatalf("the chart's provisioner has no --secure-port: %v", chartArgs)
+	}
+	args = append(args, "--kubeconfig="+kubeconfig, "--cloud-config="+e.CloudConfigPath, "--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port), "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
 	logPath := filepath.Join(e.Dir, "logs", "disk-provisioner.log")
 	p, err := framework.StartProcess(framework.ProcessSpec{Name: "disk-provisioner", Path: bin, Args: args,
 		Env: []string{"SSL_CERT_FILE=" + e.Azure.CAFile}, LogPath: logPath})
@@ -507,6 +525,22 @@ func TestRBACDiskProvisioner(t *testing.T) {
 		}
 		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Errorf("no holder")
 	}, time.Minute)
+
+	// The secure port: /healthz open (and healthy once the informers synced), /metrics only to
+	// authorised clients.
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	plain := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	e.WaitFor("provisioner /healthz ok", func(ctx context.Context) (bool, error) {
+		code, body, err := rbacGet(ctx, plain, base+"/healthz?verbose", "")
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusOK && strings.Contains(body, "[+]informer-sync ok") && strings.Contains(body, "[+]leaderElection ok"),
+			fmt.Errorf("HTTP %d %s", code, body)
+	}, time.Minute)
+	if code, _, err := rbacGet(ctx, plain, base+"/metrics", ""); err != nil || (code != http.StatusUnauthorized && code != http.StatusForbidden) {
+		t.Errorf("anonymous /metrics of the provisioner: HTTP %d %v, want 401 or 403", code, err)
+	}
 
 	immediate := storagev1.VolumeBindingImmediate
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbac-disk"}, Provisioner: "disk.azure-ccm.io",
@@ -540,6 +574,18 @@ func TestRBACDiskProvisioner(t *testing.T) {
 	}
 	if len(disks) != 1 {
 		t.Fatalf("azsim has %d disks after provisioning, want 1", len(disks))
+	}
+	// Metrics of the provisioning, to an authorised client.
+	adminTLS, err := rest.TLSConfigFor(e.RestConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminTLS.RootCAs, adminTLS.InsecureSkipVerify = nil, true
+	admin := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: adminTLS}}
+	if code, body, err := rbacGet(ctx, admin, base+"/metrics", ""); err != nil || code != http.StatusOK ||
+		!strings.Contains(body, "disk_provisioner_operations_total") || !strings.Contains(body, "azure_ccm_arm_requests_total") {
+		t.Errorf("the cluster admin's /metrics of the provisioner: HTTP %d %v (provisioner metrics: %v)", code, err,
+			strings.Contains(body, "disk_provisioner_operations_total"))
 	}
 
 	if err := e.Kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
