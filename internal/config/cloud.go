@@ -128,6 +128,12 @@ func readEnvironmentFile(path string) (environmentFile, error) {
 	if err != nil {
 		return fe, fmt.Errorf("%s: %w", EnvEnvironmentFile, err)
 	}
+	return parseEnvironmentFile(data, path)
+}
+
+// parseEnvironmentFile decodes the environment file and checks its endpoints.
+func parseEnvironmentFile(data []byte, path string) (environmentFile, error) {
+	var fe environmentFile
 	if err := json.Unmarshal(data, &fe); err != nil {
 		return fe, fmt.Errorf("%s %s: %w", EnvEnvironmentFile, path, describeJSONError(data, err))
 	}
@@ -197,6 +203,12 @@ func fetchMetadata(ctx context.Context, endpoint, cloudName string, hc *http.Cli
 	if len(body) > maxMetadataSize {
 		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s is larger than %d bytes", url, maxMetadataSize)
 	}
+	return environmentFromMetadata(body, url, endpoint, cloudName)
+}
+
+// environmentFromMetadata reads the environment named like cloudName out of a metadata document
+// fetched from url (of the configured endpoint).
+func environmentFromMetadata(body []byte, url, endpoint, cloudName string) (Environment, error) {
 	entries, err := decodeMetadata(body)
 	if err != nil {
 		return Environment{}, fmt.Errorf("resourceManagerEndpoint: decoding %s: %w", url, describeJSONError(body, err))

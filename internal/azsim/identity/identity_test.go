@@ -48,7 +48,7 @@ const (
 	otherSub    = "88888888-8888-8888-8888-888888888888"
 )
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
