@@ -24,11 +24,12 @@ func FuzzIMDSQuery(f *testing.F) {
 		f.Add(c[0], c[1], c[2], c[3])
 	}
 	f.Fuzz(func(t *testing.T, path, query, metadata, vm string) {
-		u := &url.URL{Path: path, RawQuery: query}
 		if !strings.HasPrefix(path, "/") {
 			return
 		}
-		req := httptest.NewRequest(http.MethodGet, "http://169.254.169.254"+u.RequestURI(), nil)
+		req := httptest.NewRequest(http.MethodGet, "http://169.254.169.254/", nil)
+		req.URL = &url.URL{Scheme: "http", Host: "169.254.169.254", Path: path, RawQuery: query}
+		req.RequestURI = req.URL.RequestURI()
 		if metadata != "" {
 			req.Header.Set("Metadata", metadata)
 		}
