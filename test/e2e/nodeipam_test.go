@@ -240,7 +240,16 @@ func TestNodeManagerARMModeWaitRoutes(t *testing.T) {
 	nodeManager := nodesRequireBinary(t, "azure-cloud-node-manager")
 	e := framework.Start(t, framework.Options{CCMBinary: ccm})
 	m := e.Machines[0]
-	nodesCreate(t, e, m, "", nil) // no providerID, uninitialized taint: a kubelet's registration
+	// No providerID, uninitialized taint: a kubelet's registration, already Ready as a kubelet
+	// posts it. kwok plays the kubelet: a node that is not Ready gets kwok's initial conditions,
+	// which include NetworkUnavailable False/RouteCreated (set in a real cluster only by the
+	// route controller) and would race the condition the node manager sets and this test watches.
+	reg := framework.NewNode(m, framework.NodeOptions{})
+	reg.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := e.Kube.CoreV1().Nodes().Create(context.Background(), reg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	e.Azure.Server.Middleware().ResetStats()
 	p, err := framework.StartProcess(framework.ProcessSpec{Name: "node-manager", Path: nodeManager,
 		Args: []string{"--kubeconfig=" + e.Kubeconfig, "--node-name=" + m.NodeName, "--use-instance-metadata=false",
