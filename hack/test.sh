@@ -4,7 +4,8 @@
 # Exits non-zero if any suite fails, and prints go test's per-package summary of each.
 # Tools and binaries must be in place (`make test` runs `make tools build` first).
 #
-# Env: GO_TEST_FLAGS adds go test flags (e.g. "-run TestX -v"); E2E_TIMEOUT (default 20m).
+# Env: GO_TEST_FLAGS adds go test flags (e.g. "-run TestX -v"); E2E_TIMEOUT (default 20m);
+# FUZZ_TIME (default 3s per fuzz target).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +52,15 @@ mapfile -t INTEGRATION < <(pkgs_under test/framework test/integration)
 mapfile -t E2E < <(pkgs_under test/e2e test/chaos)
 
 suite unit 10m "${UNIT[@]}"
+
+# Every fuzz target for a few seconds (`make fuzz` runs them longer).
+echo "=== fuzz: hack/fuzz.sh ${FUZZ_TIME:-3s} (log: ${OUT}/fuzz.log)"
+start=$(date +%s)
+"${ROOT}/hack/fuzz.sh" "${FUZZ_TIME:-3s}"
+rc=$?
+summary+=("fuzz: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
+[[ ${rc} -eq 0 ]] || failed+=("fuzz")
+
 suite integration 10m "${INTEGRATION[@]}"
 
 # Before e2e, so that TestRBAC renders the chart with the helm this installs.
