@@ -55,7 +55,7 @@ type LoadBalancerBuilder func(LoadBalancerDeps) (cloudprovider.LoadBalancer, err
 type Options struct {
 	// ARM options (transport, credential, environment ...).
 	ARM arm.Options
-	// StartupBackoff is the first delay between start-up attempts (default 2s, doubling to 2m).
+	// StartupBackoff is the first delay between start-up attempts (default 2s, doubling to 30s).
 	StartupBackoff time.Duration
 	// RouteGatherWindow overrides the route writer's batching window.
 	RouteGatherWindow time.Duration
@@ -157,6 +157,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
 	return c, nil
 }
 
+// maxStartupBackoff bounds the delay between start-up attempts.
+const maxStartupBackoff = 30 * time.Second
+
 // Start builds the ARM clients and reads the region's zones (the one ARM call at start-up).
 // Login and ARM failures are retried with exponential backoff, logging each failure, until ctx
 // ends: a transient outage delays start-up instead of crash-looping the CCM. A configuration
@@ -189,8 +192,10 @@ func (c *Cloud) Start(ctx context.Context) error {
 			return fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), lastErr)
 		case <-time.After(delay):
 		}
-		if delay *= 2; delay > 2*time.Minute {
-			delay = 2 * time.Minute
+		// At most 30 s: nothing runs until the start succeeds, so a long wait after the login
+		// server recovers is lost time, and two token requests a minute load no login server.
+		if delay *= 2; delay > maxStartupBackoff {
+			delay = maxStartupBackoff
 		}
 	}
 	cfg := c.Config

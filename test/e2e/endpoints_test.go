@@ -98,6 +98,17 @@ func TestEndpointsMatchDocs(t *testing.T) {
 				resp.Body.Close()
 				return resp.StatusCode == http.StatusOK, fmt.Errorf("HTTP %d", resp.StatusCode)
 			}, time.Minute)
+			// The port serves before the client CA is read from the cluster's
+			// extension-apiserver-authentication ConfigMap; until then the admin's certificate is
+			// not checked and its requests are anonymous (403 everywhere but the open paths).
+			e.WaitFor("the cluster admin's certificate is recognised (/metrics answers)", func(context.Context) (bool, error) {
+				resp, err := clients["admin"].Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", e.CCMPort()))
+				if err != nil {
+					return false, err
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK, fmt.Errorf("HTTP %d", resp.StatusCode)
+			}, time.Minute)
 			inDoc := map[string]bool{}
 			for _, d := range documented {
 				inDoc[d.path] = true

@@ -87,8 +87,9 @@ func TestLoginCredentialsNeverLeak(t *testing.T) {
 
 	// The login server: the metadata document it serves sends login there and ARM to azsim;
 	// proxied tokens live 20 s, so that every ARM call soon needs a new one.
+	const tokenLifetime = 20 * time.Second
 	echo, err := loginecho.Start(loginecho.Options{Certificate: ptr(e.Azure.Server.ServerCertificate()), Upstream: e.Azure.URL,
-		UpstreamTransport: e.Azure.Server.HTTPClient().Transport, TokenLifetime: 20 * time.Second, Sensitive: sensitive})
+		UpstreamTransport: e.Azure.Server.HTTPClient().Transport, TokenLifetime: tokenLifetime, Sensitive: sensitive})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +147,17 @@ func TestLoginCredentialsNeverLeak(t *testing.T) {
 			e.WaitFor("service "+svc+" ingress IP", e.ServiceIngress("default", svc), 3*time.Minute)
 
 			// 3. Login fails again while the service changes: its reconcile needs a new token
-			// and fails with the login error, which becomes an event on the service.
+			// and fails with the login error, which becomes an event on the service. The SDK
+			// keeps using a token until it expires (a failed early refresh is ignored), so the
+			// change waits until every token handed out has expired: a reconcile with a still
+			// valid token would succeed and report nothing.
 			echo.Fail()
+			e.WaitFor("every token the CCM got has expired", func(context.Context) (bool, error) {
+				if left := time.Until(echo.LastToken().Add(tokenLifetime + time.Second)); left > 0 {
+					return false, fmt.Errorf("the last token lives %s more", left.Round(time.Second))
+				}
+				return true, nil
+			}, tokenLifetime+30*time.Second)
 			s, err := e.Kube.CoreV1().Services("default").Get(ctx, svc, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)

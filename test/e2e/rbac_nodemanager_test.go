@@ -57,10 +57,13 @@ func TestNodeManagerWritesOnlyItsOwnNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube := kubernetes.NewForConfigOrDie(cfg)
+	// The policy takes effect a moment after it is applied (the API server loads it from its
+	// informer): probe with dry-run updates, which admission judges but which change nothing, so
+	// a probe allowed before the policy loaded leaves node B as it was.
 	e.WaitFor("the policy is in force (node B cannot be labelled)", func(ctx context.Context) (bool, error) {
-		err := nodeManagerLabel(ctx, kube, b.NodeName)
+		err := nodeManagerLabel(ctx, kube, b.NodeName, metav1.DryRunAll)
 		if err == nil {
-			return false, fmt.Errorf("node %s was updated", b.NodeName)
+			return false, fmt.Errorf("a dry-run update of node %s was allowed", b.NodeName)
 		}
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), err
 	}, time.Minute)
@@ -116,6 +119,11 @@ func TestNodeManagerWritesOnlyItsOwnNode(t *testing.T) {
 		if !nodesHasTaint(after, framework.UninitializedTaintKey) || after.Labels["azure-ccm-test/hijacked"] != "" {
 			t.Errorf("node %s was changed: %v %v", b.NodeName, after.Spec.Taints, after.Labels)
 		}
+		for _, addr := range after.Status.Addresses {
+			if addr.Address == "203.0.113.66" {
+				t.Errorf("node %s's addresses were spoofed: %v", b.NodeName, after.Status.Addresses)
+			}
+		}
 	})
 
 	t.Run("a token not bound to a pod writes no node", func(t *testing.T) {
@@ -131,8 +139,8 @@ func TestNodeManagerWritesOnlyItsOwnNode(t *testing.T) {
 	})
 }
 
-// nodeManagerLabel tries to add a label to the node.
-func nodeManagerLabel(ctx context.Context, kube kubernetes.Interface, node string) error {
+// nodeManagerLabel tries to add a label to the node (dryRun: metav1.DryRunAll, or none).
+func nodeManagerLabel(ctx context.Context, kube kubernetes.Interface, node string, dryRun ...string) error {
 	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -141,6 +149,6 @@ func nodeManagerLabel(ctx context.Context, kube kubernetes.Interface, node strin
 		n.Labels = map[string]string{}
 	}
 	n.Labels["azure-ccm-test/hijacked"] = "true"
-	_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{DryRun: dryRun})
 	return err
 }

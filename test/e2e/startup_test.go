@@ -243,8 +243,8 @@ loop:
 	}
 
 	echo.Pass()
-	// The backoff is at most 2 minutes.
-	e.WaitFor("node "+m.NodeName+" initialised after the outage", e.NodeInitialized(m.NodeName), 3*time.Minute)
+	// The start-up backoff is at most 30 s.
+	e.WaitFor("node "+m.NodeName+" initialised after the outage", e.NodeInitialized(m.NodeName), 2*time.Minute)
 	if log := startupLogFrom(t, e, 0); !strings.Contains(log, "Azure cloud provider started") {
 		t.Errorf("the log does not say the provider started")
 	}

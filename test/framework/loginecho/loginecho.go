@@ -84,6 +84,8 @@ type Server struct {
 	served   map[Kind]int
 	echoed   map[Kind]int
 	requests int
+	// lastToken is when a proxied token request last got a token.
+	lastToken time.Time
 }
 
 var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*`)
@@ -290,9 +292,24 @@ func writeFailure(w http.ResponseWriter, kind Kind, echo string) {
 	}
 }
 
-// rewriteLifetime shortens proxied token lifetimes (TokenLifetime).
+// LastToken is when a proxied token request last got a token (zero if none did): with
+// TokenLifetime, no client holds a valid token from here after LastToken()+TokenLifetime.
+func (s *Server) LastToken() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastToken
+}
+
+// rewriteLifetime shortens proxied token lifetimes (TokenLifetime) and notes when the last token
+// went out.
 func (s *Server) rewriteLifetime(resp *http.Response) error {
-	if s.opts.TokenLifetime <= 0 || resp.StatusCode != http.StatusOK || !isTokenRequest(resp.Request) {
+	if resp.StatusCode != http.StatusOK || !isTokenRequest(resp.Request) {
+		return nil
+	}
+	s.mu.Lock()
+	s.lastToken = time.Now()
+	s.mu.Unlock()
+	if s.opts.TokenLifetime <= 0 {
 		return nil
 	}
 	body, err := io.ReadAll(resp.Body)
