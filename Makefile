@@ -54,8 +54,8 @@ lint:
 fmt:
 	gofmt -w cmd internal test
 
-# Every fuzz target for FUZZ_TIME each (default 60s); `make test` runs them for 3s each.
-# FUZZ_RUN=<regexp> narrows the targets.
+# Every fuzz target for FUZZ_TIME each (default 60s; a count such as 5000x is a number of
+# executions); `make test` runs 500 executions each. FUZZ_RUN=<regexp> narrows the targets.
 fuzz:
 	hack/fuzz.sh $(if $(FUZZ_TIME),$(FUZZ_TIME),60s)
 
