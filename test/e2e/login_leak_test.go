@@ -86,8 +86,8 @@ func TestLoginCredentialsNeverLeak(t *testing.T) {
 	sensitive := []string{leakSecret, leakPFXPassword, federated, parts[1], parts[2], server.DefaultIdentityHeader}
 
 	// The login server: the metadata document it serves sends login there and ARM to azsim;
-	// proxied tokens live 20 s, so that every ARM call soon needs a new one.
-	const tokenLifetime = 20 * time.Second
+	// proxied tokens live 10 s, so that every ARM call soon needs a new one.
+	const tokenLifetime = 10 * time.Second
 	echo, err := loginecho.Start(loginecho.Options{Certificate: ptr(e.Azure.Server.ServerCertificate()), Upstream: e.Azure.URL,
 		UpstreamTransport: e.Azure.Server.HTTPClient().Transport, TokenLifetime: tokenLifetime, Sensitive: sensitive})
 	if err != nil {
