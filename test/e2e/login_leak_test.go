@@ -118,17 +118,18 @@ func TestLoginCredentialsNeverLeak(t *testing.T) {
 			}
 			e.SetCCMEnv(m.env...)
 			echo.Fail()
-			echoedBefore := leakTotal(echo.EchoedSensitive())
+			echoedBefore, servedBefore := leakTotal(echo.EchoedSensitive()), echo.Served()
 			offset := startupLogSize(e)
 			e.StartCCM("--v=10")
 			defer func() { _ = e.StopCCM() }()
 
-			// 1. Start-up: every kind of failing answer, each echoing the request.
+			// 1. Start-up: every kind of failing answer to this login method, each echoing the
+			// request.
 			e.WaitFor("every failing answer served at start-up", func(context.Context) (bool, error) {
 				if ok, err := e.CCM().Exited(); ok {
 					return false, fmt.Errorf("the CCM exited: %v", err)
 				}
-				if missing := echo.Missing(loginecho.FailureKinds...); len(missing) > 0 {
+				if missing := echo.MissingSince(servedBefore, loginecho.FailureKinds...); len(missing) > 0 {
 					return false, fmt.Errorf("not served yet: %v", missing)
 				}
 				return true, nil

@@ -162,11 +162,15 @@ func (s *Server) EchoedSensitive() map[Kind]int {
 }
 
 // Missing lists the failure kinds among want not served yet, sorted.
-func (s *Server) Missing(want ...Kind) []string {
+func (s *Server) Missing(want ...Kind) []string { return s.MissingSince(nil, want...) }
+
+// MissingSince lists the failure kinds among want not served since before (a Served snapshot),
+// sorted.
+func (s *Server) MissingSince(before map[Kind]int, want ...Kind) []string {
 	served := s.Served()
 	var out []string
 	for _, k := range want {
-		if served[k] == 0 {
+		if served[k] <= before[k] {
 			out = append(out, string(k))
 		}
 	}
