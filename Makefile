@@ -11,7 +11,7 @@ export AZURE_CCM_TOOLS_BIN := $(TOOLS_BIN)
 # Every cmd/<name> that has Go files yet (binaries land as the project grows).
 CMDS := $(sort $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))
 
-.PHONY: all build tools test test-unit test-integration test-e2e verify-deploy demo down lint fmt bench chaos clean
+.PHONY: all build tools test test-unit test-integration test-e2e verify-deploy demo down lint fmt bench chaos fuzz clean
 
 all: build
 
@@ -53,6 +53,11 @@ lint:
 
 fmt:
 	gofmt -w cmd internal test
+
+# Every fuzz target for FUZZ_TIME each (default 60s; a count such as 5000x is a number of
+# executions); `make test` runs 500 executions each. FUZZ_RUN=<regexp> narrows the targets.
+fuzz:
+	hack/fuzz.sh $(if $(FUZZ_TIME),$(FUZZ_TIME),60s)
 
 bench: tools build
 	hack/bench.sh

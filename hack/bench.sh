@@ -38,5 +38,6 @@ set +e
 go test -count=1 -p 1 -tags bench -timeout 180m -v "${EXTRA[@]}" ./test/bench/... 2>&1 | tee "${AZURE_CCM_BENCH_OUT}/bench.log"
 rc="${PIPESTATUS[0]}"
 set -e
-go run ./test/bench/report/cmd/perfreport -results "${AZURE_CCM_PERF_RESULTS}" -out "${ROOT}/docs/performance"
+# The plots' library lives in its own module (test/bench/perfreport), not in the product's.
+(cd "${ROOT}/test/bench/perfreport" && go run . -results "${AZURE_CCM_PERF_RESULTS}" -out "${ROOT}/docs/performance")
 exit "${rc}"

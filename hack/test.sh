@@ -4,7 +4,8 @@
 # Exits non-zero if any suite fails, and prints go test's per-package summary of each.
 # Tools and binaries must be in place (`make test` runs `make tools build` first).
 #
-# Env: GO_TEST_FLAGS adds go test flags (e.g. "-run TestX -v"); E2E_TIMEOUT (default 20m).
+# Env: GO_TEST_FLAGS adds go test flags (e.g. "-run TestX -v"); E2E_TIMEOUT (default 30m: the e2e package alone runs about 25 min on 2 cores);
+# FUZZ_TIME (default 500x: 500 executions per fuzz target; `make fuzz` runs 60s each).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +52,16 @@ mapfile -t INTEGRATION < <(pkgs_under test/framework test/integration)
 mapfile -t E2E < <(pkgs_under test/e2e test/chaos)
 
 suite unit 10m "${UNIT[@]}"
+
+# Every fuzz target for a few hundred executions, about a second each once built (`make fuzz`
+# runs them for a minute each); the unit suite has already run every seed corpus.
+echo "=== fuzz: hack/fuzz.sh ${FUZZ_TIME:-500x} (log: ${OUT}/fuzz.log)"
+start=$(date +%s)
+"${ROOT}/hack/fuzz.sh" "${FUZZ_TIME:-500x}"
+rc=$?
+summary+=("fuzz: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
+[[ ${rc} -eq 0 ]] || failed+=("fuzz")
+
 suite integration 10m "${INTEGRATION[@]}"
 
 # Before e2e, so that TestRBAC renders the chart with the helm this installs.
@@ -62,7 +73,7 @@ rc=${PIPESTATUS[0]}
 summary+=("deploy: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
 [[ ${rc} -eq 0 ]] || failed+=("deploy")
 
-suite e2e "${E2E_TIMEOUT:-20m}" "${E2E[@]}"
+suite e2e "${E2E_TIMEOUT:-30m}" "${E2E[@]}"
 
 echo
 echo "==================== test summary ===================="

@@ -12,6 +12,7 @@ import (
 	"k8s.io/controller-manager/controller"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
@@ -49,8 +50,9 @@ type wiring struct {
 	buildOpts loadbalancer.BuildOptions
 }
 
-// initCloud builds the provider. An invalid azure.json is fatal with the offending key named;
-// login or ARM failures are retried with backoff inside provider.New.
+// initCloud prepares the provider: azure.json is read and checked without any network call,
+// and a mistake is fatal with the offending key named. Login and the first ARM calls happen in
+// the provider's Initialize, after the secure port serves, and are retried with backoff there.
 func (w *wiring) initCloud(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
 	w.cfg = c
 	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
@@ -60,11 +62,16 @@ func (w *wiring) initCloud(c *cloudcontrollerconfig.CompletedConfig) cloudprovid
 	if cc.CloudConfigFile == "" {
 		klog.Fatalf("--cloud-config is required for the %s provider", provider.ProviderName)
 	}
-	data, err := os.ReadFile(cc.CloudConfigFile)
+	f, err := os.Open(cc.CloudConfigFile)
 	if err != nil {
 		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
 	}
-	cloud, err := provider.NewFromBytes(context.Background(), data, provider.Options{
+	data, err := config.ReadLimited(f, config.MaxFileSize)
+	f.Close()
+	if err != nil {
+		klog.Fatalf("Cloud provider %q could not be initialized: invalid cloud config: %v", cc.Name, err)
+	}
+	cloud, err := provider.PrepareFromBytes(data, provider.Options{
 		DisableWriteMerging: w.disableWriteMerging,
 		LoadBalancer:        w.buildLoadBalancer,
 	})

@@ -42,6 +42,10 @@ type Options struct {
 	PollFrequency time.Duration
 	// Now is the clock of the caches (tests).
 	Now func() time.Time
+	// ApplicationID starts the User-Agent of every request (at most 24 characters), so that
+	// Azure's activity log and request counters tell the programs apart; default azure.json's
+	// userAgent ("azure-ccm").
+	ApplicationID string
 }
 
 // Clients holds every SDK client, all sharing one pipeline configuration.
@@ -127,6 +131,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 		retry = *o.Retry
 	}
 	appID := cfg.UserAgent
+	if o.ApplicationID != "" {
+		appID = o.ApplicationID
+	}
 	if len(appID) > 24 {
 		appID = appID[:24]
 	}

@@ -1,9 +1,10 @@
 package arm
 
 import (
+	"crypto"
+	"crypto/x509"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -59,12 +60,66 @@ func ChooseAuthMethod(cfg *config.Config) (AuthMethod, error) {
 		"useManagedIdentityExtension, or aadFederatedTokenFile (AZURE_FEDERATED_TOKEN_FILE)")
 }
 
+// maxCredentialFile bounds the certificate and token files read (a PFX with a chain is a few KB).
+const maxCredentialFile = 1 << 20
+
+// CheckCredentials reads the local credential material of the chosen login method without any
+// network call: the certificate file (and its password), the federated token file. Problems
+// there do not heal by retrying, so they are configuration errors naming the key.
+func CheckCredentials(cfg *config.Config) error {
+	method, err := ChooseAuthMethod(cfg)
+	if err != nil {
+		return config.Invalid(err)
+	}
+	switch method {
+	case AuthClientCertificate:
+		_, _, err := loadCertificate(cfg)
+		return err
+	case AuthWorkloadIdentity:
+		tok, err := readSmallFile(cfg.AADFederatedTokenFile, maxCredentialFile)
+		if err != nil {
+			return config.Invalid(fmt.Errorf("aadFederatedTokenFile (or %s): %w", config.EnvFederatedTokenFile, err))
+		}
+		if len(strings.TrimSpace(string(tok))) == 0 {
+			return config.Invalid(fmt.Errorf("aadFederatedTokenFile (or %s): %s is empty", config.EnvFederatedTokenFile, cfg.AADFederatedTokenFile))
+		}
+	}
+	return nil
+}
+
+// loadCertificate reads and decodes aadClientCertPath (PEM, or PKCS#12 with aadClientCertPassword).
+func loadCertificate(cfg *config.Config) ([]*x509.Certificate, crypto.PrivateKey, error) {
+	data, err := readSmallFile(cfg.AADClientCertPath, maxCredentialFile+1)
+	if err != nil {
+		return nil, nil, config.Invalid(fmt.Errorf("aadClientCertPath: %w", err))
+	}
+	if len(data) > maxCredentialFile {
+		return nil, nil, config.Invalid(fmt.Errorf("aadClientCertPath: %s is larger than %d bytes", cfg.AADClientCertPath, maxCredentialFile))
+	}
+	certs, key, err := azidentity.ParseCertificates(data, []byte(cfg.AADClientCertPassword.Value()))
+	if err != nil {
+		// Name the file and key; the parser's message is scrubbed all the same.
+		return nil, nil, config.Invalid(fmt.Errorf("aadClientCertPath %s: cannot read certificate and key (check aadClientCertPassword; "+
+			"PKCS#12 files must use the legacy 3DES/RC2 encryption): %s", cfg.AADClientCertPath, NewScrubber(cfg, nil).Scrub(err.Error())))
+	}
+	if len(certs) == 0 || key == nil {
+		return nil, nil, config.Invalid(fmt.Errorf("aadClientCertPath %s: holds no certificate and private key", cfg.AADClientCertPath))
+	}
+	return certs, key, nil
+}
+
 // NewCredential builds the azidentity credential for the configured login method and cloud.
 // transport (optional) is the HTTP client for token requests. Errors never contain a secret.
 func NewCredential(cfg *config.Config, env config.Environment, transport policy.Transporter) (azcore.TokenCredential, AuthMethod, error) {
 	method, err := ChooseAuthMethod(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", config.Invalid(err)
+	}
+	if method != AuthManagedIdentity && env.ActiveDirectoryEndpoint != "" {
+		// The login server receives the secret or the signed assertion: TLS only.
+		if err := config.CheckHTTPSURL(env.ActiveDirectoryEndpoint); err != nil {
+			return nil, method, config.Invalid(fmt.Errorf("login endpoint (activeDirectoryEndpoint): %w", err))
+		}
 	}
 	co := azcore.ClientOptions{Cloud: env.CloudConfiguration(), Transport: transport}
 	disableDiscovery := !IsWellKnownAuthorityHost(env.ActiveDirectoryEndpoint)
@@ -90,38 +145,18 @@ func NewCredential(cfg *config.Config, env config.Environment, transport policy.
 		cred, err = azidentity.NewClientSecretCredential(cfg.TenantID, cfg.AADClientID, cfg.AADClientSecret.Value(),
 			&azidentity.ClientSecretCredentialOptions{ClientOptions: co, DisableInstanceDiscovery: disableDiscovery})
 	case AuthClientCertificate:
-		var data []byte
-		data, err = os.ReadFile(cfg.AADClientCertPath)
-		if err != nil {
-			return nil, method, fmt.Errorf("aadClientCertPath: %w", err)
-		}
-		certs, key, perr := azidentity.ParseCertificates(data, []byte(cfg.AADClientCertPassword.Value()))
-		if perr != nil {
-			// The parser's message never includes the password; name the file and key.
-			return nil, method, fmt.Errorf("aadClientCertPath %s: cannot read certificate and key (check aadClientCertPassword): %w",
-				cfg.AADClientCertPath, perr)
+		certs, key, lerr := loadCertificate(cfg)
+		if lerr != nil {
+			return nil, method, lerr
 		}
 		cred, err = azidentity.NewClientCertificateCredential(cfg.TenantID, cfg.AADClientID, certs, key,
 			&azidentity.ClientCertificateCredentialOptions{ClientOptions: co, SendCertificateChain: true,
 				DisableInstanceDiscovery: disableDiscovery})
 	}
+	scrubber := NewScrubber(cfg, nil)
 	if err != nil {
-		return nil, method, fmt.Errorf("%s login: %w", method, redactErr(err, cfg))
+		// Building a credential makes no network call: what fails here is the configuration.
+		return nil, method, config.Invalid(fmt.Errorf("%s login: %s", method, scrubber.Scrub(err.Error())))
 	}
-	return cred, method, nil
-}
-
-// redactErr makes sure no configured secret ends up in an error message.
-func redactErr(err error, cfg *config.Config) error {
-	msg := err.Error()
-	clean := msg
-	for _, s := range []string{cfg.AADClientSecret.Value(), cfg.AADClientCertPassword.Value()} {
-		if s != "" {
-			clean = strings.ReplaceAll(clean, s, "REDACTED")
-		}
-	}
-	if clean == msg {
-		return err
-	}
-	return fmt.Errorf("%s", clean)
+	return &scrubbedCredential{cred: cred, method: method, scrubber: scrubber}, method, nil
 }

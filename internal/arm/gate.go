@@ -327,13 +327,16 @@ func (g *Gate) dispatchLocked(k *gateKey) {
 	}
 }
 
+// maxRetryAfter bounds what a header can ask for (the gate applies its own, lower, cap).
+const maxRetryAfter = 24 * time.Hour
+
 // parseRetryAfter reads retry-after-ms, x-ms-retry-after-ms or Retry-After (seconds or an
 // HTTP date).
 func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	for _, k := range []string{"retry-after-ms", "x-ms-retry-after-ms"} {
 		if v := h.Get(k); v != "" {
 			if ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && ms >= 0 {
-				return time.Duration(ms) * time.Millisecond, true
+				return time.Duration(min(ms, maxRetryAfter.Milliseconds())) * time.Millisecond, true
 			}
 		}
 	}
@@ -342,11 +345,12 @@ func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
+		// Bounded before the multiplication: a huge value would overflow into a negative wait.
+		return time.Duration(min(s, int64(maxRetryAfter/time.Second))) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d, true
+			return min(d, maxRetryAfter), true
 		}
 		return 0, true
 	}

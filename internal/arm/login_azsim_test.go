@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/identity"
@@ -44,14 +45,20 @@ func TestLoginMethodsAgainstAzsim(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokenFile := filepath.Join(dir, "sa-token")
-	if err := os.WriteFile(tokenFile, []byte(serviceAccountJWT(wiSubject)), 0o600); err != nil {
+	issuerKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(tokenFile, []byte(serviceAccountJWT(t, issuerKey, wiSubject)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	issuerPub, _ := x509.MarshalPKIXPublicKey(&issuerKey.PublicKey)
 
 	creds := server.DefaultCredentials()
 	creds.Clients = append(creds.Clients,
 		identity.Client{ClientID: certClientID, CertificatePEM: string(certPEM)},
-		identity.Client{ClientID: wiClientID, Federated: true, FederatedSubject: wiSubject})
+		identity.Client{ClientID: wiClientID, Federated: true, FederatedIssuer: saIssuer, FederatedSubject: wiSubject,
+			FederatedIssuerKeysPEM: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: issuerPub}))})
 	sim, err := server.Start(context.Background(), server.Options{Credentials: &creds})
 	if err != nil {
 		t.Fatal(err)
@@ -176,15 +183,22 @@ func selfSignedCert(t *testing.T) (certPEM, keyPEM []byte) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb})
 }
 
-// serviceAccountJWT is a projected service-account token as the kubelet writes it; azsim checks
-// its shape, expiry and subject (it cannot know the cluster's issuer keys).
-func serviceAccountJWT(sub string) string {
-	enc := base64.RawURLEncoding.EncodeToString
-	header, _ := json.Marshal(map[string]any{"alg": "RS256", "typ": "JWT", "kid": "test"})
+// saIssuer is the service-account issuer of the test cluster.
+const saIssuer = "https://kubernetes.default.svc"
+
+// serviceAccountJWT is a projected service-account token as the kubelet writes it, signed by the
+// cluster's issuer key (azsim verifies it against the federated credential).
+func serviceAccountJWT(t *testing.T, key *rsa.PrivateKey, sub string) string {
+	t.Helper()
 	now := time.Now()
-	claims, _ := json.Marshal(map[string]any{"iss": "https://kubernetes.default.svc", "sub": sub,
-		"aud": []string{"api://AzureADTokenExchange"}, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()})
-	return enc(header) + "." + enc(claims) + "." + enc([]byte("signature"))
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{Issuer: saIssuer, Subject: sub,
+		Audience: jwt.ClaimStrings{"api://AzureADTokenExchange"}, IssuedAt: jwt.NewNumericDate(now),
+		NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))})
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func tokenAppID(t *testing.T, jwt string) string {

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -85,13 +86,14 @@ func ResolveEnvironment(ctx context.Context, c *Config, getenv func(string) stri
 		path := getenv(EnvEnvironmentFile)
 		if path == "" {
 			if c.ResourceManagerEndpoint == "" {
-				return Environment{}, fmt.Errorf("cloud: %q needs the environment variable %s or resourceManagerEndpoint", c.Cloud, EnvEnvironmentFile)
+				return Environment{}, Invalid(fmt.Errorf("cloud: %s needs the environment variable %s or resourceManagerEndpoint", Quote(c.Cloud), EnvEnvironmentFile))
 			}
 			return env, nil
 		}
 		fe, err := readEnvironmentFile(path)
 		if err != nil {
-			return Environment{}, err
+			// The file is mounted with the pod: it does not appear or change by waiting.
+			return Environment{}, Invalid(err)
 		}
 		// As in the existing provider, ARM is overridden only when both values are present.
 		if fe.ResourceManagerEndpoint != "" && fe.TokenAudience != "" {
@@ -105,7 +107,7 @@ func ResolveEnvironment(ctx context.Context, c *Config, getenv func(string) stri
 		}
 	}
 	if env.ResourceManagerEndpoint == "" || env.TokenAudience == "" {
-		return Environment{}, fmt.Errorf("cloud %q: no resource manager endpoint or token audience configured", c.Cloud)
+		return Environment{}, Invalid(fmt.Errorf("cloud %s: no resource manager endpoint or token audience configured", Quote(c.Cloud)))
 	}
 	return env, nil
 }
@@ -117,14 +119,32 @@ type environmentFile struct {
 	ActiveDirectoryEndpoint string `json:"activeDirectoryEndpoint"`
 }
 
+// maxEnvironmentFileSize bounds the environment file read (a few hundred bytes in practice).
+const maxEnvironmentFileSize = 64 << 10
+
 func readEnvironmentFile(path string) (environmentFile, error) {
 	var fe environmentFile
-	data, err := os.ReadFile(path)
+	data, err := readFileLimited(path, maxEnvironmentFileSize)
 	if err != nil {
 		return fe, fmt.Errorf("%s: %w", EnvEnvironmentFile, err)
 	}
+	return parseEnvironmentFile(data, path)
+}
+
+// parseEnvironmentFile decodes the environment file and checks its endpoints.
+func parseEnvironmentFile(data []byte, path string) (environmentFile, error) {
+	var fe environmentFile
 	if err := json.Unmarshal(data, &fe); err != nil {
-		return fe, fmt.Errorf("%s %s: %w", EnvEnvironmentFile, path, err)
+		return fe, fmt.Errorf("%s %s: %w", EnvEnvironmentFile, path, describeJSONError(data, err))
+	}
+	for key, v := range map[string]string{"resourceManagerEndpoint": fe.ResourceManagerEndpoint,
+		"activeDirectoryEndpoint": fe.ActiveDirectoryEndpoint} {
+		if v == "" {
+			continue
+		}
+		if err := CheckHTTPSURL(v); err != nil {
+			return fe, fmt.Errorf("%s %s: %s: %w", EnvEnvironmentFile, path, key, err)
+		}
 	}
 	return fe, nil
 }
@@ -138,39 +158,79 @@ type metadataEntry struct {
 	} `json:"authentication"`
 }
 
+// maxMetadataSize bounds the metadata document read (ARM's is about 2 KB).
+const maxMetadataSize = 1 << 20
+
+// errRedirect refuses redirects of the metadata GET: the document names the login server, so it
+// must come from the configured endpoint itself, not from wherever that endpoint points.
+var errRedirect = errors.New("redirects are not followed: the metadata document must be served by the configured endpoint")
+
 func fetchMetadata(ctx context.Context, endpoint, cloudName string, hc *http.Client) (Environment, error) {
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+	// Checked here too (Validate does it first) because the document decides where the
+	// credential goes: it must be read over TLS from the configured host.
+	if err := CheckHTTPSURL(endpoint); err != nil {
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %w", err))
 	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	if hc != nil {
+		c := *hc
+		client = &c
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
 	url := strings.TrimSuffix(endpoint, "/") + "/metadata/endpoints?api-version=2019-05-01"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %q: %w", endpoint, err)
+		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s: %w", Quote(endpoint), err)
 	}
-	resp, err := hc.Do(req)
+	resp, err := client.Do(req)
+	if errors.Is(err, errRedirect) {
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: fetching %s: %w", url, err))
+	}
 	if err != nil {
 		return Environment{}, fmt.Errorf("resourceManagerEndpoint: fetching %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.Request == nil || resp.Request.URL.Scheme != "https" || resp.TLS == nil {
+		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s was not answered over TLS", url)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataSize+1))
 	if err != nil {
 		return Environment{}, fmt.Errorf("resourceManagerEndpoint: reading %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Environment{}, fmt.Errorf("resourceManagerEndpoint: GET %s: HTTP %d", url, resp.StatusCode)
 	}
+	if len(body) > maxMetadataSize {
+		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s is larger than %d bytes", url, maxMetadataSize)
+	}
+	return environmentFromMetadata(body, url, endpoint, cloudName)
+}
+
+// environmentFromMetadata reads the environment named like cloudName out of a metadata document
+// fetched from url (of the configured endpoint).
+func environmentFromMetadata(body []byte, url, endpoint, cloudName string) (Environment, error) {
 	entries, err := decodeMetadata(body)
 	if err != nil {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: decoding %s: %w", url, err)
+		return Environment{}, fmt.Errorf("resourceManagerEndpoint: decoding %s: %w", url, describeJSONError(body, err))
 	}
 	e, err := pickMetadata(entries, cloudName)
 	if err != nil {
-		return Environment{}, fmt.Errorf("resourceManagerEndpoint: %s: %w", url, err)
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: %w", url, err))
 	}
 	env := Environment{Name: e.Name, ResourceManagerEndpoint: e.ResourceManager,
 		TokenAudience: e.Authentication.Audiences[0], ActiveDirectoryEndpoint: e.Authentication.LoginEndpoint}
 	if env.ResourceManagerEndpoint == "" {
 		env.ResourceManagerEndpoint = endpoint
+	}
+	// Both receive credentials: the login server the secret or assertion, ARM the token.
+	if env.ActiveDirectoryEndpoint == "" {
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: environment %s has no authentication.loginEndpoint", url, Quote(e.Name)))
+	}
+	if err := CheckHTTPSURL(env.ActiveDirectoryEndpoint); err != nil {
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: authentication.loginEndpoint: %w", url, err))
+	}
+	if err := CheckHTTPSURL(env.ResourceManagerEndpoint); err != nil {
+		return Environment{}, Invalid(fmt.Errorf("resourceManagerEndpoint: %s: resourceManager: %w", url, err))
 	}
 	return env, nil
 }
@@ -207,13 +267,17 @@ func pickMetadata(entries []metadataEntry, cloudName string) (metadataEntry, err
 	}
 	if chosen < 0 {
 		names := make([]string, 0, len(entries))
-		for _, e := range entries {
-			names = append(names, e.Name)
+		for i, e := range entries {
+			if i == 10 {
+				names = append(names, fmt.Sprintf("… (%d in all)", len(entries)))
+				break
+			}
+			names = append(names, Quote(e.Name))
 		}
-		return metadataEntry{}, fmt.Errorf("cloud %q is not among the environments %v", cloudName, names)
+		return metadataEntry{}, fmt.Errorf("cloud %s is not among the environments [%s]", Quote(cloudName), strings.Join(names, " "))
 	}
 	if len(entries[chosen].Authentication.Audiences) == 0 {
-		return metadataEntry{}, fmt.Errorf("environment %q has no authentication.audiences", entries[chosen].Name)
+		return metadataEntry{}, fmt.Errorf("environment %s has no authentication.audiences", Quote(entries[chosen].Name))
 	}
 	return entries[chosen], nil
 }

@@ -139,6 +139,10 @@ type Config struct {
 	VmssFlexVMCacheTTLInSeconds                int  `json:"vmssFlexVMCacheTTLInSeconds,omitempty"`
 	NonVmssUniformNodesCacheTTLInSeconds       int  `json:"nonVmssUniformNodesCacheTTLInSeconds,omitempty"`
 	ListVmssVirtualMachinesWithoutInstanceView bool `json:"listVmssVirtualMachinesWithoutInstanceView,omitempty"`
+
+	// federatedFromEnv records that AZURE_FEDERATED_TOKEN_FILE turned workload identity on, so
+	// that a conflict names the variable.
+	federatedFromEnv bool
 }
 
 // AuxiliaryTokenProvider names a Key Vault secret holding a token for the network tenant.

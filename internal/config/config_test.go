@@ -80,17 +80,114 @@ multipleStandardLoadBalancerConfigurations:
 }
 
 func TestEnvironmentOverrides(t *testing.T) {
-	env := map[string]string{
-		EnvTenantID: "env-tenant", EnvClientID: "env-client", EnvClientSecret: "env-secret",
-		EnvFederatedTokenFile: "/var/run/token",
-	}
+	env := map[string]string{EnvTenantID: "env-tenant", EnvClientID: "env-client", EnvClientSecret: "env-secret"}
 	c, err := Parse([]byte(minimal), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TenantID != "env-tenant" || c.AADClientID != "env-client" || c.AADClientSecret.Value() != "env-secret" ||
-		c.AADFederatedTokenFile != "/var/run/token" || !c.UseFederatedWorkloadIdentityExtension {
+	if c.TenantID != "env-tenant" || c.AADClientID != "env-client" || c.AADClientSecret.Value() != "env-secret" {
 		t.Fatalf("environment not applied: %+v", c)
+	}
+	// The workload identity webhook's variables turn workload identity on.
+	wi := map[string]string{EnvTenantID: "env-tenant", EnvClientID: "env-client", EnvFederatedTokenFile: "/var/run/token"}
+	c, err = Parse([]byte(`{"subscriptionId":"sub","resourceGroup":"rg","location":"eastus"}`), func(k string) string { return wi[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AADFederatedTokenFile != "/var/run/token" || !c.UseFederatedWorkloadIdentityExtension {
+		t.Fatalf("environment not applied: %+v", c)
+	}
+}
+
+// More than one login method is refused with every source named (the existing provider used the
+// first one silently); AKS's "msi" placeholders next to managed identity are not a method.
+func TestConflictingLoginMethods(t *testing.T) {
+	base := `"subscriptionId":"s","resourceGroup":"rg","location":"l","tenantId":"t","aadClientId":"c"`
+	for name, tc := range map[string]struct {
+		json string
+		env  map[string]string
+		want []string
+	}{
+		"managed identity and secret": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientSecret":"s3cr3t"}`, nil,
+			[]string{"useManagedIdentityExtension: more than one login method", "useManagedIdentityExtension=true (managed identity)", "aadClientSecret or AZURE_CLIENT_SECRET (client secret)"}},
+		"secret, managed identity and federated token": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientSecret":"s3cr3t"}`,
+			map[string]string{EnvFederatedTokenFile: "/var/run/token"},
+			[]string{"useFederatedWorkloadIdentityExtension: more than one login method", "AZURE_FEDERATED_TOKEN_FILE (workload identity)", "(managed identity)", "(client secret)"}},
+		"secret and certificate": {`{` + base + `,"aadClientSecret":"s3cr3t","aadClientCertPath":"/c.pem"}`, nil,
+			[]string{"aadClientSecret: more than one login method", "(client certificate)"}},
+		"secret from the environment and certificate": {`{` + base + `,"aadClientCertPath":"/c.pem"}`, map[string]string{EnvClientSecret: "x123"},
+			[]string{"aadClientSecret: more than one login method"}},
+		"AKS placeholders": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientId":"msi","aadClientSecret":"msi"}`, nil, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.json), func(k string) string { return tc.env[k] })
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "x123") {
+				t.Errorf("the error shows the secret: %v", err)
+			}
+		})
+	}
+}
+
+// Values are quoted short in errors: a 10 MB value does not become a 10 MB log line.
+func TestErrorsQuoteValuesShort(t *testing.T) {
+	huge := strings.Repeat("x", 10<<20)
+	for _, key := range []string{"loadBalancerSku", "vmType", "cloud", "userAssignedIdentityID", "clusterServiceSharedLoadBalancerHealthProbePath", "resourceManagerEndpoint"} {
+		_, err := Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"l","`+key+`":"`+huge[:500<<10]+`"}`), noEnv)
+		if err == nil || !strings.Contains(err.Error(), key+": ") || len(err.Error()) > 2048 || !strings.Contains(err.Error(), "(512000 bytes)") {
+			t.Errorf("%s: error of %d bytes: %.300s", key, len(err.Error()), err)
+		}
+	}
+	sel := `{"subscriptionId":"s","resourceGroup":"rg","location":"l","loadBalancerBackendPoolConfigurationType":"nodeIP",
+		"multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p","nodeSelector":{"matchLabels":{"` + huge[:200<<10] + `":"v"}}}]}`
+	if _, err := Parse([]byte(sel), noEnv); err == nil || len(err.Error()) > 2048 {
+		t.Errorf("label selector error of %d bytes", len(err.Error()))
+	}
+	// A file over the limit is refused before it is decoded.
+	if _, err := Parse([]byte(`{"cloud":"`+huge+`"}`), noEnv); err == nil || !strings.Contains(err.Error(), "larger than the limit") || len(err.Error()) > 200 {
+		t.Errorf("oversized file: %v", err)
+	}
+}
+
+// A JSON mistake is reported with line, column and the key around it, not as a YAML error.
+func TestJSONErrorsNameLineAndKey(t *testing.T) {
+	for name, tc := range map[string]struct{ in, want string }{
+		"missing comma": {"{\n  \"subscriptionId\": \"s\",\n  \"resourceGroup\": \"rg\"\n  \"location\": \"l\"\n}",
+			`JSON syntax error at line 4, column 3 (byte 54) near key "resourceGroup"`},
+		"bad value": {"{\"subscriptionId\": \"s\",\n \"vmType\": \"vmss\"x}", `JSON syntax error at line 2, column 18 (byte 42) near key "vmType"`},
+		"nested": {`{"multipleStandardLoadBalancerConfigurations":[{"name":"a"},{"name": "x" "primaryVMSet": "p"}]}`,
+			`near key "multipleStandardLoadBalancerConfigurations[1].name"`},
+		"double comma": {`{"subscriptionId": "s",, "location": "l"}`, `JSON syntax error at line 1, column 24 (byte 24) near key "subscriptionId"`},
+		"unclosed":     {`{"subscriptionId":"s", "tags": [1, 2}`, `near key "tags[2]"`},
+		"wrong type": {"{\"subscriptionId\":\"s\",\n\"vmCacheTTLInSeconds\":\"sixty\"}",
+			`key "vmCacheTTLInSeconds": a JSON string where an integer is expected (line 2, column`},
+		"wrong nested type": {`{"multipleStandardLoadBalancerConfigurations":[{"name":1}]}`,
+			`key "multipleStandardLoadBalancerConfigurations.name": a JSON number where a string is expected`},
+		"not an object": {`["a"]`, "the document is a JSON array, not an object"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in), noEnv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "yaml") {
+				t.Fatalf("want %q, got %v", tc.want, err)
+			}
+		})
+	}
+	// What the existing provider's YAML decoder reads is still read (a trailing comma).
+	if c, err := Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"l","useManagedIdentityExtension":true,}`), noEnv); err != nil || c.SubscriptionID != "s" {
+		t.Fatalf("trailing comma: %v", err)
 	}
 }
 
@@ -126,7 +223,10 @@ func TestValidateNamesOffendingKey(t *testing.T) {
 		{"sp without tenant", `{` + base + `,"aadClientId":"c","aadClientSecret":"x"}`, []string{"tenantId: is required"}},
 		{"wi without file", `{` + base + `,"tenantId":"t","aadClientId":"c","useFederatedWorkloadIdentityExtension":true}`, []string{"aadFederatedTokenFile: is required"}},
 		{"uami without mi", `{` + base + `,"userAssignedIdentityID":"abc"}`, []string{`userAssignedIdentityID: "abc"`}},
-		{"rm endpoint", `{` + base + `,"resourceManagerEndpoint":"ftp://x"}`, []string{`resourceManagerEndpoint: "ftp://x"`}},
+		{"rm endpoint", `{` + base + `,"resourceManagerEndpoint":"ftp://x"}`, []string{`resourceManagerEndpoint: "ftp://x" must be an https:// URL`}},
+		{"rm endpoint http", `{` + base + `,"resourceManagerEndpoint":"http://127.0.0.1:8080/"}`, []string{`resourceManagerEndpoint: "http://127.0.0.1:8080/" must be an https:// URL`}},
+		{"rm endpoint no host", `{` + base + `,"resourceManagerEndpoint":"https:///x"}`, []string{`resourceManagerEndpoint: "https:///x" has no host`}},
+		{"rm endpoint userinfo", `{` + base + `,"resourceManagerEndpoint":"https://u:pw@arm.local/"}`, []string{`resourceManagerEndpoint: "https://REDACTED@arm.local/" must not carry user information`}},
 		{"service gateway partial", `{` + base + `,"serviceGatewayEnabled":true}`, []string{"serviceGatewayEnabled: "}},
 		{"multi-slb pool type", `{` + base + `,"multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p"}]}`, []string{"multipleStandardLoadBalancerConfigurations: cannot be used with loadBalancerBackendPoolConfigurationType"}},
 		{"multi-slb dup", `{` + base + `,"loadBalancerBackendPoolConfigurationType":"nodeIP","multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p"},{"name":"A","primaryVMSet":"p"}]}`,
@@ -236,7 +336,7 @@ func TestResolveEnvironmentStackFile(t *testing.T) {
 func TestResolveEnvironmentMetadata(t *testing.T) {
 	var hits int
 	var body string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits++
 		if r.URL.Path != "/metadata/endpoints" || r.URL.Query().Get("api-version") != "2019-05-01" {
 			http.NotFound(w, r)

@@ -27,3 +27,50 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMetadataDocument: whatever a resourceManagerEndpoint serves, an accepted environment sends
+// credentials and tokens over https only and has an audience.
+func FuzzMetadataDocument(f *testing.F) {
+	for _, s := range []string{
+		`[{"name":"AzureCloud","resourceManager":"https://arm/","authentication":{"audiences":["https://a/"],"loginEndpoint":"https://login/"}}]`,
+		`{"name":"x","resourceManager":"https://arm/","authentication":{"audiences":["https://a/"],"loginEndpoint":"http://login/"}}`,
+		`[{"name":"AzureCloud","authentication":{"audiences":[],"loginEndpoint":"https://login/"}}]`, `[]`, `null`, `{`,
+	} {
+		f.Add([]byte(s), "AzureCloud")
+	}
+	f.Fuzz(func(t *testing.T, body []byte, cloudName string) {
+		env, err := environmentFromMetadata(body, "https://arm.example/metadata/endpoints", "https://arm.example", cloudName)
+		if err != nil {
+			return
+		}
+		for what, u := range map[string]string{"login": env.ActiveDirectoryEndpoint, "ARM": env.ResourceManagerEndpoint} {
+			if CheckHTTPSURL(u) != nil {
+				t.Fatalf("%s endpoint %q accepted", what, u)
+			}
+		}
+		if env.TokenAudience == "" {
+			t.Fatal("no audience")
+		}
+	})
+}
+
+// FuzzEnvironmentFile: an accepted AZURE_ENVIRONMENT_FILEPATH file names https endpoints only.
+func FuzzEnvironmentFile(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"local","resourceManagerEndpoint":"https://127.0.0.1:8443/","tokenAudience":"https://aud/","activeDirectoryEndpoint":"https://127.0.0.1:8443/"}`,
+		`{"resourceManagerEndpoint":"http://x/"}`, `{}`, `[]`, `{"activeDirectoryEndpoint":"https://u:p@h/"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fe, err := parseEnvironmentFile(data, "env.json")
+		if err != nil {
+			return
+		}
+		for _, u := range []string{fe.ResourceManagerEndpoint, fe.ActiveDirectoryEndpoint} {
+			if u != "" && CheckHTTPSURL(u) != nil {
+				t.Fatalf("endpoint %q accepted", u)
+			}
+		}
+	})
+}

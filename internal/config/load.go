@@ -1,8 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"sort"
@@ -20,12 +23,17 @@ const (
 	EnvEnvironmentFile    = "AZURE_ENVIRONMENT_FILEPATH"
 )
 
+// MaxFileSize bounds azure.json: real files are a few KB (Kubernetes Secrets hold at most 1 MiB),
+// and decoding is far larger than the input (a 40 MB file took 1.4 GB), so a wrong file must
+// not reach the decoder.
+const MaxFileSize = 1 << 20
+
 // LoadFile reads, defaults and validates an azure.json (JSON or YAML) file. The process
 // environment supplies the overrides.
 func LoadFile(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFileLimited(path, MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("reading cloud config: %w", err)
+		return nil, fmt.Errorf("reading cloud config %s: %w", path, err)
 	}
 	cfg, err := Parse(data, os.Getenv)
 	if err != nil {
@@ -38,11 +46,12 @@ func LoadFile(path string) (*Config, error) {
 // overrides read through getenv, fills in defaults and validates. The error names every
 // offending key and value.
 func Parse(data []byte, getenv func(string) string) (*Config, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("the cloud config is %d bytes, larger than the limit of %d", len(data), MaxFileSize)
+	}
 	cfg := &Config{}
-	if len(strings.TrimSpace(string(data))) > 0 {
-		if err := yaml.Unmarshal(data, cfg); err != nil {
-			return nil, fmt.Errorf("decoding: %w", err)
-		}
+	if err := decode(data, cfg); err != nil {
+		return nil, fmt.Errorf("decoding: %s", truncateMessage(err.Error()))
 	}
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -53,6 +62,30 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// decode reads JSON with encoding/json, so that a syntax or type error names its line, column
+// and key; anything else (or JSON that encoding/json refuses but YAML reads, such as a trailing
+// comma, which the existing provider's YAML decoder accepts) is read as YAML.
+func decode(data []byte, into any) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil
+	}
+	if trimmed[0] != '{' && trimmed[0] != '[' {
+		return yaml.Unmarshal(data, into)
+	}
+	jerr := json.Unmarshal(data, into)
+	if jerr == nil {
+		return nil
+	}
+	var syn *json.SyntaxError
+	if errors.As(jerr, &syn) || errors.Is(jerr, io.ErrUnexpectedEOF) {
+		if yerr := yaml.Unmarshal(data, into); yerr == nil {
+			return nil
+		}
+	}
+	return describeJSONError(data, jerr)
 }
 
 func applyEnv(cfg *Config, getenv func(string) string) {
@@ -68,6 +101,7 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	if v := getenv(EnvFederatedTokenFile); v != "" {
 		cfg.AADFederatedTokenFile = v
 		cfg.UseFederatedWorkloadIdentityExtension = true
+		cfg.federatedFromEnv = true
 	}
 }
 
@@ -79,7 +113,7 @@ func UnknownKeys(data []byte) ([]string, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, nil
 	}
-	if err := yaml.Unmarshal(data, &raw); err != nil {
+	if err := decode(data, &raw); err != nil {
 		return nil, err
 	}
 	known := knownKeys()

@@ -25,7 +25,7 @@ func Validate(c *Config) error {
 					shown = append(shown, a)
 				}
 			}
-			bad(key, "%q is not one of %s", v, strings.Join(shown, ", "))
+			bad(key, "%s is not one of %s", Quote(v), strings.Join(shown, ", "))
 		}
 	}
 
@@ -39,7 +39,7 @@ func Validate(c *Config) error {
 		bad("location", "is required")
 	}
 	if normalizeCloudName(c.Cloud) == "" {
-		bad("cloud", "%q is not one of AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud, AzureStackCloud", c.Cloud)
+		bad("cloud", "%s is not one of AzurePublicCloud, AzureChinaCloud, AzureUSGovernmentCloud, AzureStackCloud", Quote(c.Cloud))
 	}
 	oneOf("vmType", c.VMType, VMTypeStandard, VMTypeVMSS, VMTypeVMSSFlex)
 	oneOf("loadBalancerSku", c.LoadBalancerSKU, LoadBalancerSKUBasic, LoadBalancerSKUStandard, LoadBalancerSKUService)
@@ -65,7 +65,7 @@ func Validate(c *Config) error {
 		bad("extendedLocationType", "%q is not one of %s", c.ExtendedLocationType, ExtendedLocationEdgeZone)
 	}
 	if c.DisableAvailabilitySetNodes && c.VMType != VMTypeVMSS {
-		bad("disableAvailabilitySetNodes", "true is only valid with vmType vmss, not %q", c.VMType)
+		bad("disableAvailabilitySetNodes", "true is only valid with vmType vmss, not %s", Quote(c.VMType))
 	}
 	if c.DisableOutboundSNAT != nil && *c.DisableOutboundSNAT && c.LoadBalancerSKU == LoadBalancerSKUBasic {
 		bad("disableOutboundSNAT", "true is not allowed with loadBalancerSku basic")
@@ -74,7 +74,7 @@ func Validate(c *Config) error {
 		bad("clusterServiceSharedLoadBalancerHealthProbePort", "%d is not a port (1-65535)", p)
 	}
 	if !strings.HasPrefix(c.ClusterServiceSharedLoadBalancerHealthProbePath, "/") {
-		bad("clusterServiceSharedLoadBalancerHealthProbePath", "%q must start with /", c.ClusterServiceSharedLoadBalancerHealthProbePath)
+		bad("clusterServiceSharedLoadBalancerHealthProbePath", "%s must start with /", Quote(c.ClusterServiceSharedLoadBalancerHealthProbePath))
 	}
 	for key, v := range map[string]int{
 		"maximumLoadBalancerRuleCount":                   c.MaximumLoadBalancerRuleCount,
@@ -111,6 +111,17 @@ func Validate(c *Config) error {
 		bad("cloudProviderBackoffJitter", "%g must not be negative", c.CloudProviderBackoffJitter)
 	}
 
+	// One login method: the existing provider silently picks the first of workload identity,
+	// managed identity, client secret and certificate, so a leftover secret or a token file
+	// injected by a webhook changed the identity without a word.
+	if methods := loginMethods(c); len(methods) > 1 {
+		what := make([]string, 0, len(methods))
+		for _, m := range methods {
+			what = append(what, m.what)
+		}
+		bad(methods[0].key, "more than one login method is configured (%s); configure exactly one", strings.Join(what, ", "))
+	}
+
 	// Credentials: a half-configured service principal is a mistake, not "no credentials".
 	if c.AADClientSecret != "" && c.AADClientID == "" && !c.UseManagedIdentityExtension {
 		bad("aadClientId", "is required with aadClientSecret")
@@ -126,19 +137,22 @@ func Validate(c *Config) error {
 		bad("aadFederatedTokenFile", "is required with useFederatedWorkloadIdentityExtension (or set AZURE_FEDERATED_TOKEN_FILE)")
 	}
 	if c.UserAssignedIdentityID != "" && !c.UseManagedIdentityExtension {
-		bad("userAssignedIdentityID", "%q is set but useManagedIdentityExtension is false", c.UserAssignedIdentityID)
+		bad("userAssignedIdentityID", "%s is set but useManagedIdentityExtension is false", Quote(c.UserAssignedIdentityID))
 	}
-	if c.ResourceManagerEndpoint != "" && !strings.HasPrefix(c.ResourceManagerEndpoint, "https://") &&
-		!strings.HasPrefix(c.ResourceManagerEndpoint, "http://") {
-		bad("resourceManagerEndpoint", "%q is not an http(s) URL", c.ResourceManagerEndpoint)
+	if c.ResourceManagerEndpoint != "" {
+		// The metadata document served there names the login server that receives the client
+		// secret or assertion: it must come over a verified TLS connection.
+		if err := CheckHTTPSURL(c.ResourceManagerEndpoint); err != nil {
+			bad("resourceManagerEndpoint", "%s", err)
+		}
 	}
 
 	// Service Gateway is all or nothing.
 	sg := []bool{c.ServiceGatewayEnabled, c.LoadBalancerBackendPoolConfigurationType == BackendPoolPodIP,
 		c.LoadBalancerSKU == LoadBalancerSKUService}
 	if slices.Contains(sg, true) && slices.Contains(sg, false) {
-		bad("serviceGatewayEnabled", "serviceGatewayEnabled=true, loadBalancerBackendPoolConfigurationType=podIP and loadBalancerSku=service must be set together (got %t, %q, %q)",
-			c.ServiceGatewayEnabled, c.LoadBalancerBackendPoolConfigurationType, c.LoadBalancerSKU)
+		bad("serviceGatewayEnabled", "serviceGatewayEnabled=true, loadBalancerBackendPoolConfigurationType=podIP and loadBalancerSku=service must be set together (got %t, %s, %s)",
+			c.ServiceGatewayEnabled, Quote(c.LoadBalancerBackendPoolConfigurationType), Quote(c.LoadBalancerSKU))
 	}
 	if c.ServiceGatewayEnabled && len(c.MultipleStandardLoadBalancerConfigurations) > 0 {
 		bad("multipleStandardLoadBalancerConfigurations", "cannot be used with serviceGatewayEnabled")
@@ -155,6 +169,52 @@ func Validate(c *Config) error {
 	return errors.Join(errs...)
 }
 
+// loginMethod is one configured login method: the key that turns it on and how it was set.
+type loginMethod struct{ key, what string }
+
+// msiPlaceholder is what AKS-style azure.json files carry in aadClientId and aadClientSecret
+// next to useManagedIdentityExtension: true. It is not a credential and is ignored.
+const msiPlaceholder = "msi"
+
+// loginMethods lists the login methods the configuration turns on, in the existing provider's
+// order of precedence.
+func loginMethods(c *Config) []loginMethod {
+	var out []loginMethod
+	if c.UseFederatedWorkloadIdentityExtension {
+		what := "useFederatedWorkloadIdentityExtension=true (workload identity)"
+		if c.federatedFromEnv {
+			what = EnvFederatedTokenFile + " (workload identity)"
+		}
+		out = append(out, loginMethod{"useFederatedWorkloadIdentityExtension", what})
+	}
+	if c.UseManagedIdentityExtension {
+		out = append(out, loginMethod{"useManagedIdentityExtension", "useManagedIdentityExtension=true (managed identity)"})
+	}
+	placeholder := c.UseManagedIdentityExtension && strings.EqualFold(c.AADClientSecret.Value(), msiPlaceholder)
+	if c.AADClientSecret != "" && !placeholder {
+		out = append(out, loginMethod{"aadClientSecret", "aadClientSecret or " + EnvClientSecret + " (client secret)"})
+	}
+	if c.AADClientCertPath != "" {
+		out = append(out, loginMethod{"aadClientCertPath", "aadClientCertPath (client certificate)"})
+	}
+	return out
+}
+
+// maxMessage bounds one error message: values are quoted short, but a library's message (a
+// label selector's parser) may quote its input.
+const maxMessage = 512
+
+func truncateMessage(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
 func validateMultiSLB(c *Config) []error {
 	if len(c.MultipleStandardLoadBalancerConfigurations) == 0 {
 		return nil
@@ -162,11 +222,11 @@ func validateMultiSLB(c *Config) []error {
 	var errs []error
 	const key = "multipleStandardLoadBalancerConfigurations"
 	if c.LoadBalancerSKU != LoadBalancerSKUStandard {
-		errs = append(errs, fmt.Errorf("%s: requires loadBalancerSku standard, not %q", key, c.LoadBalancerSKU))
+		errs = append(errs, fmt.Errorf("%s: requires loadBalancerSku standard, not %s", key, Quote(c.LoadBalancerSKU)))
 	}
 	if c.LoadBalancerBackendPoolConfigurationType == BackendPoolNodeIPConfiguration {
-		errs = append(errs, fmt.Errorf("%s: cannot be used with loadBalancerBackendPoolConfigurationType %q (use nodeIP)",
-			key, c.LoadBalancerBackendPoolConfigurationType))
+		errs = append(errs, fmt.Errorf("%s: cannot be used with loadBalancerBackendPoolConfigurationType %s (use nodeIP)",
+			key, Quote(c.LoadBalancerBackendPoolConfigurationType)))
 	}
 	names, vmSets := map[string]bool{}, map[string]bool{}
 	for i, m := range c.MultipleStandardLoadBalancerConfigurations {
@@ -175,21 +235,21 @@ func validateMultiSLB(c *Config) []error {
 		case n == "":
 			errs = append(errs, fmt.Errorf("%s[%d].name: is required", key, i))
 		case names[n]:
-			errs = append(errs, fmt.Errorf("%s[%d].name: %q is used twice", key, i, m.Name))
+			errs = append(errs, fmt.Errorf("%s[%d].name: %s is used twice", key, i, Quote(m.Name)))
 		}
 		names[n] = true
 		v := strings.ToLower(m.PrimaryVMSet)
 		switch {
 		case v == "":
-			errs = append(errs, fmt.Errorf("%s[%d].primaryVMSet: is required (entry %q)", key, i, m.Name))
+			errs = append(errs, fmt.Errorf("%s[%d].primaryVMSet: is required (entry %s)", key, i, Quote(m.Name)))
 		case vmSets[v]:
-			errs = append(errs, fmt.Errorf("%s[%d].primaryVMSet: %q is used twice", key, i, m.PrimaryVMSet))
+			errs = append(errs, fmt.Errorf("%s[%d].primaryVMSet: %s is used twice", key, i, Quote(m.PrimaryVMSet)))
 		}
 		vmSets[v] = true
 		for sk, sel := range map[string]*metav1.LabelSelector{"serviceLabelSelector": m.ServiceLabelSelector,
 			"serviceNamespaceSelector": m.ServiceNamespaceSelector, "nodeSelector": m.NodeSelector} {
 			if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-				errs = append(errs, fmt.Errorf("%s[%d].%s: %w (entry %q)", key, i, sk, err, m.Name))
+				errs = append(errs, fmt.Errorf("%s[%d].%s: %s (entry %s)", key, i, sk, truncateMessage(err.Error()), Quote(m.Name)))
 			}
 		}
 	}
@@ -208,5 +268,5 @@ func ValidateMultiSLBClusterName(c *Config, clusterName string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("multipleStandardLoadBalancerConfigurations: no entry is named after the cluster %q (--cluster-name); the default load balancer <clusterName> must be configured", clusterName)
+	return fmt.Errorf("multipleStandardLoadBalancerConfigurations: no entry is named after the cluster %s (--cluster-name); the default load balancer <clusterName> must be configured", Quote(clusterName))
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -91,6 +92,10 @@ func ParseClass(sc *storagev1.StorageClass) (Class, error) {
 			c.HasZones = true
 			c.ClassZones = append(c.ClassZones, strings.Split(v, ",")...)
 		case ParamResourceGroup:
+			// It becomes a segment of the disk's ARM ID and URL.
+			if !validResourceGroup(v) {
+				return c, fmt.Errorf("parameter resourceGroup=%q is not a resource group name (1-90 letters, digits, '-', '_', '.', '(', ')', not ending in '.')", truncate(v, 100))
+			}
 			c.ResourceGroup = v
 		case ParamFSType:
 			c.FSType = v
@@ -135,4 +140,24 @@ func SizeGiB(bytes int64) int32 {
 		n = 1
 	}
 	return int32(n)
+}
+
+// validResourceGroup applies ARM's rules for resource group names.
+func validResourceGroup(name string) bool {
+	if name == "" || len(name) > 90 || strings.HasSuffix(name, ".") {
+		return false
+	}
+	for _, r := range name {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_.()", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -64,6 +64,11 @@ func FetchIMDS(ctx context.Context, hc *http.Client, endpoint string) (*IMDSDocu
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("instance metadata: GET %s: HTTP %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
+	return DecodeIMDS(body)
+}
+
+// DecodeIMDS decodes an instance metadata document.
+func DecodeIMDS(body []byte) (*IMDSDocument, error) {
 	var doc IMDSDocument
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("instance metadata: %w", err)

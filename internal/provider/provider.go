@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -55,7 +56,7 @@ type LoadBalancerBuilder func(LoadBalancerDeps) (cloudprovider.LoadBalancer, err
 type Options struct {
 	// ARM options (transport, credential, environment ...).
 	ARM arm.Options
-	// StartupBackoff is the first delay between start-up attempts (default 2s, doubling to 2m).
+	// StartupBackoff is the first delay between start-up attempts (default 2s, doubling to 30s).
 	StartupBackoff time.Duration
 	// RouteGatherWindow overrides the route writer's batching window.
 	RouteGatherWindow time.Duration
@@ -66,6 +67,9 @@ type Options struct {
 	// service controller (or another controller) first asks for it (nil: none, and the
 	// service controller does not run).
 	LoadBalancer LoadBalancerBuilder
+	// Fatal is called by Initialize when start-up meets a configuration mistake (default: log it
+	// and exit with status 1).
+	Fatal func(error)
 }
 
 // Cloud is the Azure cloud provider.
@@ -76,6 +80,9 @@ type Cloud struct {
 	// Writers are the process's Azure writers: built here, once, and given to every part that
 	// writes Azure.
 	Writers *writers.Set
+
+	opts    Options
+	started atomic.Bool
 
 	zonesMu sync.RWMutex
 	zones   map[string][]string
@@ -102,8 +109,8 @@ var _ cloudprovider.InformerUser = (*Cloud)(nil)
 
 var envLookup = os.Getenv
 
-// NewFromBytes parses azure.json and starts the provider (see New).
-func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
+// PrepareFromBytes parses azure.json and prepares the provider (see Prepare).
+func PrepareFromBytes(data []byte, o Options) (*Cloud, error) {
 	cfg, err := config.Parse(data, envLookup)
 	if err != nil {
 		// A configuration mistake does not heal by retrying: fail with the key named.
@@ -112,29 +119,69 @@ func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
 	if unknown, _ := config.UnknownKeys(bytes.TrimSpace(data)); len(unknown) > 0 {
 		klog.InfoS("Warning: unknown keys in the cloud config are ignored", "keys", unknown)
 	}
-	return New(ctx, cfg, o)
+	return Prepare(cfg, o)
 }
 
-// New builds the ARM clients and reads the region's zones (the one ARM call at start-up).
-// Login and ARM failures are retried with exponential backoff, logging each failure, until ctx
-// ends: a transient outage delays start-up instead of crash-looping the CCM.
-func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
-	c := &Cloud{Config: cfg, onPremRoutes: map[string]cloudprovider.Route{}, lbBuilder: o.LoadBalancer}
+// NewFromBytes parses azure.json and starts the provider (see New).
+func NewFromBytes(ctx context.Context, data []byte, o Options) (*Cloud, error) {
+	c, err := PrepareFromBytes(data, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Prepare checks what a retry cannot heal — the credentials configured, the certificate and
+// federated token files readable — without any network call, and returns the provider, not yet
+// started.
+func Prepare(cfg *config.Config, o Options) (*Cloud, error) {
 	if o.ARM.Credential == nil {
-		// Missing credentials are a configuration mistake: fail now instead of retrying.
-		if _, err := arm.ChooseAuthMethod(cfg); err != nil {
+		if err := arm.CheckCredentials(cfg); err != nil {
 			return nil, fmt.Errorf("invalid cloud config: %w", err)
 		}
 	}
-	delay := o.StartupBackoff
+	return &Cloud{Config: cfg, opts: o, onPremRoutes: map[string]cloudprovider.Route{}, lbBuilder: o.LoadBalancer}, nil
+}
+
+// New prepares and starts the provider (Prepare, then Start).
+func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
+	c, err := Prepare(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// maxStartupBackoff bounds the delay between start-up attempts.
+const maxStartupBackoff = 30 * time.Second
+
+// Start builds the ARM clients and reads the region's zones (the one ARM call at start-up).
+// Login and ARM failures are retried with exponential backoff, logging each failure, until ctx
+// ends: a transient outage delays start-up instead of crash-looping the CCM. A configuration
+// mistake found on the way (config.IsInvalid: an endpoint that is not https, a metadata document
+// without the configured cloud) is returned at once.
+func (c *Cloud) Start(ctx context.Context) error {
+	if c.started.Load() {
+		return nil
+	}
+	delay := c.opts.StartupBackoff
 	if delay <= 0 {
 		delay = 2 * time.Second
 	}
 	var lastErr error
 	for attempt := 1; ; attempt++ {
-		err := c.start(ctx, o)
+		err := c.start(ctx, c.opts)
 		if err == nil {
 			break
+		}
+		if config.IsInvalid(err) {
+			return fmt.Errorf("invalid cloud config: %w", err)
 		}
 		// An attempt cut short by ctx says nothing new: report the failure before it.
 		if lastErr == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
@@ -143,23 +190,30 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Cloud, error) {
 		klog.ErrorS(err, "Azure cloud provider start-up failed; retrying", "attempt", attempt, "retryIn", delay)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), lastErr)
+			return fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), lastErr)
 		case <-time.After(delay):
 		}
-		if delay *= 2; delay > 2*time.Minute {
-			delay = 2 * time.Minute
+		// At most 30 s: nothing runs until the start succeeds, so a long wait after the login
+		// server recovers is lost time, and two token requests a minute load no login server.
+		if delay *= 2; delay > maxStartupBackoff {
+			delay = maxStartupBackoff
 		}
 	}
+	cfg := c.Config
 	c.Resolver = nodes.NewResolver(cfg, c.Clients.Caches, nodes.NewNodeMap())
 	wo := writers.OptionsFor(cfg)
 	wo.Network, wo.NodeNetwork, wo.Compute = c.Clients.Network, c.Clients.NodeNetwork, c.Clients.Compute
-	wo.PollFrequency, wo.RouteGather, wo.DisableMerging = c.Clients.PollFrequency, o.RouteGatherWindow, o.DisableWriteMerging
+	wo.PollFrequency, wo.RouteGather, wo.DisableMerging = c.Clients.PollFrequency, c.opts.RouteGatherWindow, c.opts.DisableWriteMerging
 	c.Writers = writers.New(wo)
+	c.started.Store(true)
 	klog.InfoS("Azure cloud provider started", "cloud", c.Clients.Environment.Name, "resourceManager", c.Clients.Environment.ResourceManagerEndpoint,
 		"auth", c.Clients.AuthMethod, "subscription", cfg.SubscriptionID, "resourceGroup", cfg.ResourceGroup, "location", cfg.Location,
 		"vmType", cfg.VMType, "zones", c.RegionZones())
-	return c, nil
+	return nil
 }
+
+// Started reports whether Start has succeeded.
+func (c *Cloud) Started() bool { return c.started.Load() }
 
 func (c *Cloud) start(ctx context.Context, o Options) error {
 	if c.Clients == nil {
@@ -200,8 +254,31 @@ func (c *Cloud) RegionZones() []string {
 	return append([]string(nil), c.zones[arm.NormalizeLocation(c.Config.Location)]...)
 }
 
-// Initialize is called by the cloud-provider app with the client builder.
+// Initialize is called by the cloud-provider app with the client builder, after it serves its
+// secure port and (with leader election) once this replica leads, before any controller starts.
+// It starts the provider here, waiting through login and ARM outages while /healthz keeps
+// answering; a configuration mistake found on the way is fatal.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	if !c.Started() {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := c.Start(ctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil && !config.IsInvalid(err) {
+				klog.InfoS("Azure cloud provider start-up stopped", "reason", err)
+				return
+			}
+			c.fatal(err)
+			return
+		}
+	}
 	kube, err := clientBuilder.Client("azure-cloud-provider")
 	if err != nil {
 		klog.ErrorS(err, "Cannot create the cloud provider's Kubernetes client; events will not be recorded")
@@ -213,6 +290,15 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		c.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "azure-cloud-provider"})
 	}
 	go c.zoneRefresher(stop)
+}
+
+func (c *Cloud) fatal(err error) {
+	if c.opts.Fatal != nil {
+		c.opts.Fatal(err)
+		return
+	}
+	klog.ErrorS(err, "Azure cloud provider cannot start")
+	klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 }
 
 func (c *Cloud) zoneRefresher(stop <-chan struct{}) {
@@ -243,6 +329,9 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	if err := trim.Set(f.Core().V1().Services().Informer(), false); err != nil {
 		klog.ErrorS(err, "Service cache not trimmed")
 	}
+	if !c.Started() {
+		return
+	}
 	if err := c.Resolver.Nodes().Watch(f.Core().V1().Nodes().Informer()); err != nil {
 		klog.ErrorS(err, "Cannot watch nodes")
 	}
@@ -251,7 +340,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 // LoadBalancer returns the implementation Options.LoadBalancer builds (on the first call).
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	b := c.lbBuilder
-	if b == nil {
+	if b == nil || !c.Started() {
 		return nil, false
 	}
 	c.lbOnce.Do(func() {
@@ -271,7 +360,12 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
 
 // InstancesV2 resolves nodes to VMs.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return &instances{c: c}, true }
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	if !c.Started() {
+		return nil, false
+	}
+	return &instances{c: c}, true
+}
 
 // Zones is not needed: InstancesV2 returns zone and region.
 func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }

@@ -34,7 +34,15 @@ func TestRBACServiceGateway(t *testing.T) {
 	s := &sgEnv{Env: e, t: t, net: f, rg: e.Azure.ResourceGroup}
 	rbacSGGateway(t, s)
 
-	rbacKubectl(t, e, rbacRender(t, "ccm-rbac.yaml"), "apply", "-f", "-")
+	// The chart's RBAC in service gateway mode (pods list/watch only then).
+	rbac := rbacRenderWith(t, []string{"ccm.serviceGateway=true"}, "ccm-rbac.yaml")
+	if !strings.Contains(string(rbac), "resources: [pods]") {
+		t.Fatal("the chart grants no pods list/watch with ccm.serviceGateway=true")
+	}
+	if strings.Contains(string(rbacRender(t, "ccm-rbac.yaml")), "resources: [pods]") {
+		t.Fatal("the chart grants pods list/watch without service gateway mode")
+	}
+	rbacKubectl(t, e, rbac, "apply", "-f", "-")
 	saKubeconfig, _ := rbacCCMClient(t, e)
 
 	for i, m := range e.Machines {

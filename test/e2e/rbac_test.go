@@ -31,7 +31,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/azure-ccm/azure-ccm/deploy"
+	"github.com/azure-ccm/azure-ccm/deploy/azure"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
 	"github.com/azure-ccm/azure-ccm/internal/routes"
 	"github.com/azure-ccm/azure-ccm/test/framework"
@@ -48,11 +48,26 @@ const (
 // deploy/manifests are used: verify-deploy checks they equal that rendering.
 func rbacRender(t *testing.T, templates ...string) []byte {
 	t.Helper()
+	return rbacRenderWith(t, nil, templates...)
+}
+
+// rbacRenderWith renders with helm --set values; without helm only default values can be used.
+func rbacRenderWith(t *testing.T, sets []string, templates ...string) []byte {
+	t.Helper()
 	root := framework.RepoRoot()
 	helm := filepath.Join(framework.ToolsDir(), "helm")
+	if _, err := os.Stat(helm); err != nil && len(sets) > 0 {
+		if framework.InCI() {
+			t.Fatalf("helm missing (hack/verify-deploy.sh installs it): %v", err)
+		}
+		t.Skipf("helm missing (run hack/verify-deploy.sh) to render the chart with %v", sets)
+	}
 	if _, err := os.Stat(helm); err == nil {
 		args := []string{"template", "azure-ccm", filepath.Join(root, "deploy", "chart", "azure-ccm"),
 			"--namespace", rbacNamespace, "--kube-version", framework.PinnedVersions()["KUBERNETES_VERSION"]}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
 		for _, tpl := range templates {
 			args = append(args, "--show-only", "templates/"+tpl)
 		}
@@ -354,7 +369,7 @@ func TestRBAC(t *testing.T) {
 	// Every ARM call the CCM made in this test maps to an action of the custom role of
 	// docs/azure-permissions.md (joins, which ARM checks on referenced resources, are not
 	// visible as calls and are covered by the doc's per-feature tables).
-	t.Run("ARM calls are covered by the custom role", func(t *testing.T) { rbacCheckRoleCovers(t, e, 10) })
+	t.Run("ARM calls are covered by the custom role", func(t *testing.T) { rbacCheckRoleCovers(t, e, "azure-ccm", 10) })
 
 	if out, err := os.ReadFile(e.CCMLogPath()); err != nil {
 		t.Fatal(err)
@@ -480,12 +495,15 @@ func TestRBACDiskProvisioner(t *testing.T) {
 	}
 	var args []string
 	for _, a := range chartArgs {
-		if !strings.HasPrefix(a, "--cloud-config=") && !strings.HasPrefix(a, "--metrics-address=") {
+		if !strings.HasPrefix(a, "--cloud-config=") && !strings.HasPrefix(a, "--secure-port=") {
 			args = append(args, a)
 		}
 	}
-	args = append(args, "--kubeconfig="+kubeconfig, "--cloud-config="+e.CloudConfigPath,
-		fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
+	if len(args) == len(chartArgs) {
+		t.Fatalf("the chart's provisioner has no --secure-port: %v", chartArgs)
+	}
+	args = append(args, "--kubeconfig="+kubeconfig, "--cloud-config="+e.CloudConfigPath, "--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port), "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
 	logPath := filepath.Join(e.Dir, "logs", "disk-provisioner.log")
 	p, err := framework.StartProcess(framework.ProcessSpec{Name: "disk-provisioner", Path: bin, Args: args,
 		Env: []string{"SSL_CERT_FILE=" + e.Azure.CAFile}, LogPath: logPath})
@@ -507,6 +525,22 @@ func TestRBACDiskProvisioner(t *testing.T) {
 		}
 		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Errorf("no holder")
 	}, time.Minute)
+
+	// The secure port: /healthz open (and healthy once the informers synced), /metrics only to
+	// authorised clients.
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	plain := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	e.WaitFor("provisioner /healthz ok", func(ctx context.Context) (bool, error) {
+		code, body, err := rbacGet(ctx, plain, base+"/healthz?verbose", "")
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusOK && strings.Contains(body, "[+]informer-sync ok") && strings.Contains(body, "[+]leaderElection ok"),
+			fmt.Errorf("HTTP %d %s", code, body)
+	}, time.Minute)
+	if code, _, err := rbacGet(ctx, plain, base+"/metrics", ""); err != nil || (code != http.StatusUnauthorized && code != http.StatusForbidden) {
+		t.Errorf("anonymous /metrics of the provisioner: HTTP %d %v, want 401 or 403", code, err)
+	}
 
 	immediate := storagev1.VolumeBindingImmediate
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbac-disk"}, Provisioner: "disk.azure-ccm.io",
@@ -541,11 +575,23 @@ func TestRBACDiskProvisioner(t *testing.T) {
 	if len(disks) != 1 {
 		t.Fatalf("azsim has %d disks after provisioning, want 1", len(disks))
 	}
+	// Metrics of the provisioning, to an authorised client.
+	adminTLS, err := rest.TLSConfigFor(e.RestConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminTLS.RootCAs, adminTLS.InsecureSkipVerify = nil, true
+	admin := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: adminTLS}}
+	if code, body, err := rbacGet(ctx, admin, base+"/metrics", ""); err != nil || code != http.StatusOK ||
+		!strings.Contains(body, "disk_provisioner_operations_total") || !strings.Contains(body, "azure_ccm_arm_requests_total") {
+		t.Errorf("the cluster admin's /metrics of the provisioner: HTTP %d %v (provisioner metrics: %v)", code, err,
+			strings.Contains(body, "disk_provisioner_operations_total"))
+	}
 
 	if err := e.Kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	defer rbacCheckRoleCovers(t, e, 2)
+	defer rbacCheckRoleCovers(t, e, "azure-disk-provisioner", 2)
 	e.WaitFor("volume "+pvName+" and its disk deleted", func(ctx context.Context) (bool, error) {
 		if _, err := e.Kube.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("volume still there (err=%v)", err)
@@ -566,12 +612,13 @@ func TestRBACDiskProvisioner(t *testing.T) {
 	}
 }
 
-// rbacCheckRoleCovers fails unless every ARM call azsim counted maps to an action of the custom
-// role of docs/azure-permissions.md.
-func rbacCheckRoleCovers(t *testing.T, e *framework.Env, minActions int) {
+// rbacCheckRoleCovers fails unless every role action azsim saw the program need (calls and the
+// join actions of the resources its writes reference) is allowed by the program's custom role
+// (deploy/azure). TestMain checks the converse over the whole suite.
+func rbacCheckRoleCovers(t *testing.T, e *framework.Env, program string, minActions int) {
 	t.Helper()
 	ctx := context.Background()
-	role, err := deploy.LoadRole(filepath.Join(framework.RepoRoot(), "deploy", "azure", "azure-ccm-role.json"))
+	role, err := azure.RoleOf(program)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,20 +626,14 @@ func rbacCheckRoleCovers(t *testing.T, e *framework.Env, minActions int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked := map[string]bool{}
-	for _, c := range stats.Requests {
-		action, needed, err := deploy.ActionFor(c.Method, c.ResourceType)
-		switch {
-		case err != nil:
-			t.Error(err)
-		case needed && !role.Allows(action):
-			t.Errorf("%s %s was called %d times: the custom role lacks %s", c.Method, c.ResourceType, c.Count, action)
-		case needed:
-			checked[action] = true
+	seen := stats.RoleActionsOf(program)
+	for a := range seen {
+		if !role.Allows(a) {
+			t.Errorf("%s needed %s: its role %s lacks it", program, a, azure.ProgramRoles[program])
 		}
 	}
-	if len(checked) < minActions {
-		t.Errorf("only %d distinct ARM actions seen (%v): azsim counted too little", len(checked), checked)
+	if len(seen) < minActions {
+		t.Errorf("only %d distinct role actions seen for %s (%v): azsim counted too little", len(seen), program, seen)
 	}
-	t.Logf("ARM actions used: %v", checked)
+	t.Logf("role actions %s needed: %v", program, seen)
 }

@@ -114,7 +114,7 @@ func (e *Env) startCCM(args []string) error {
 		Name:    "ccm",
 		Path:    bin,
 		Args:    append(withoutOverridden(ccmArgs(e.Kubeconfig, e.CloudConfigPath, e.ccmPort), args), args...),
-		Env:     ccmEnv(caFile),
+		Env:     append(ccmEnv(caFile), e.ccmEnv...),
 		LogPath: e.CCMLogPath(),
 	})
 	if err != nil {
@@ -137,6 +137,14 @@ func (e *Env) StopCCM() error {
 	e.ccm = nil
 	_ = os.Remove(filepath.Join(e.Dir, "pids", "ccm.pid"))
 	return err
+}
+
+// SetCCMEnv sets environment variables ("NAME=value") for the CCM's next starts (e.g. a
+// managed-identity endpoint).
+func (e *Env) SetCCMEnv(env ...string) {
+	e.mu.Lock()
+	e.ccmEnv = append([]string(nil), env...)
+	e.mu.Unlock()
 }
 
 // RestartCCM stops the CCM and starts it again with the same flags.

@@ -67,6 +67,7 @@ type Env struct {
 	mu      sync.Mutex
 	ccm     *Process
 	ccmArgs []string
+	ccmEnv  []string
 	ccmPort int
 
 	reaper       *reaper
@@ -189,6 +190,7 @@ func (e *Env) teardown() {
 		if err := e.StopCCM(); err != nil {
 			e.T.Logf("framework: %v", err)
 		}
+		e.recordRoleActions()
 		if e.Azure != nil {
 			e.Azure.Close()
 		}

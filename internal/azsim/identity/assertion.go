@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,14 +15,15 @@ import (
 
 // verifyAssertion checks a jwt-bearer client_assertion for client cl. A certificate assertion
 // (header x5t or x5t#S256, issuer = subject = client ID) must be signed by one of the client's
-// configured certificates; any other assertion is a federated (workload identity) token,
-// accepted when the client is federated, well-formed and unexpired.
+// configured certificates; any other assertion is a federated (workload identity) token, which
+// must match the client's federated credential: signed by one of the issuer's keys, with its
+// issuer, subject and an accepted audience, unexpired. Errors carry Entra's AADSTS codes.
 func verifyAssertion(cl Client, assertion string, now jwtTime) error {
 	parser := jwt.NewParser(jwt.WithTimeFunc(now), jwt.WithExpirationRequired())
 	var claims jwt.RegisteredClaims
 	tok, _, err := parser.ParseUnverified(assertion, &claims)
 	if err != nil {
-		return fmt.Errorf("client_assertion is not a JWT: %v", err)
+		return fmt.Errorf("AADSTS50027: client_assertion is not a JWT: %v", err)
 	}
 	_, hasX5t := tok.Header["x5t"]
 	_, hasX5tS256 := tok.Header["x5t#S256"]
@@ -29,17 +31,55 @@ func verifyAssertion(cl Client, assertion string, now jwtTime) error {
 		return verifyCertAssertion(cl, assertion, now)
 	}
 	if !cl.Federated {
-		return fmt.Errorf("client %s accepts no federated credentials", cl.ClientID)
+		return fmt.Errorf("AADSTS700016: client %s has no federated identity credential", cl.ClientID)
 	}
-	// azsim cannot fetch the service-account issuer's keys, so the signature is not checked;
-	// the expiry and the optional subject are.
-	if err := jwt.NewValidator(jwt.WithTimeFunc(now), jwt.WithExpirationRequired()).Validate(claims); err != nil {
-		return fmt.Errorf("federated token rejected: %v", err)
+	return verifyFederated(cl, assertion, now)
+}
+
+// verifyFederated checks a federated token the way Entra ID checks it against a federated
+// identity credential: issuer first, then signature with the issuer's keys, subject, audience
+// and lifetime.
+func verifyFederated(cl Client, assertion string, now jwtTime) error {
+	var unverified jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(assertion, &unverified); err != nil {
+		return fmt.Errorf("AADSTS50027: client_assertion is not a JWT: %v", err)
 	}
-	if cl.FederatedSubject != "" && claims.Subject != cl.FederatedSubject {
-		return fmt.Errorf("federated token subject %q does not match %q", claims.Subject, cl.FederatedSubject)
+	if unverified.Issuer != cl.FederatedIssuer {
+		return fmt.Errorf("AADSTS700211: No matching federated identity record found for presented assertion issuer %q", unverified.Issuer)
 	}
-	return nil
+	keys, err := cl.federatedKeys()
+	if err != nil {
+		return err
+	}
+	var claims jwt.RegisteredClaims
+	_, err = jwt.ParseWithClaims(assertion, &claims, func(t *jwt.Token) (any, error) {
+		// A service-account token names its key by kid; azsim tries each configured key.
+		set := jwt.VerificationKeySet{}
+		for _, k := range keys {
+			set.Keys = append(set.Keys, k)
+		}
+		return set, nil
+	}, jwt.WithValidMethods([]string{"RS256", "RS384", "RS512", "PS256", "ES256", "ES384"}), jwt.WithTimeFunc(now),
+		jwt.WithExpirationRequired(), jwt.WithIssuer(cl.FederatedIssuer))
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return fmt.Errorf("AADSTS700024: Client assertion is not within its valid time range")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenInvalidId):
+		return fmt.Errorf("AADSTS50013: Assertion failed signature validation (no key of issuer %q verifies it)", cl.FederatedIssuer)
+	case err != nil:
+		return fmt.Errorf("AADSTS50013: federated assertion rejected: %v", err)
+	}
+	if claims.Subject != cl.FederatedSubject {
+		return fmt.Errorf("AADSTS700213: No matching federated identity record found for presented assertion subject %q", claims.Subject)
+	}
+	for _, want := range cl.federatedAudiences() {
+		for _, got := range claims.Audience {
+			if got == want {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("AADSTS700212: No matching federated identity record found for presented assertion audience %q", []string(claims.Audience))
 }
 
 type jwtTime = func() time.Time

@@ -3,6 +3,7 @@ package identity
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -25,26 +26,63 @@ func (e *AuthError) WriteTo(w http.ResponseWriter) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
 }
 
-// Authorize checks the request's bearer token. It returns nil or an *AuthError. It fits
-// arm.Config.Authorize and is also used by the middleware.
+// Authorize checks the request's bearer token and, for a request inside a subscription, that
+// the token's tenant is the subscription's. It returns nil or an *AuthError.
+func (s *Service) Authorize(r *http.Request) error {
+	claims, err := s.Issuer.authorize(r)
+	if err != nil {
+		return err
+	}
+	sub := subscriptionOf(r.URL.Path)
+	if sub == "" {
+		return nil
+	}
+	want := s.Credentials().TenantOf(sub)
+	if strings.EqualFold(claims.TenantID, want) {
+		return nil
+	}
+	return &AuthError{Status: http.StatusUnauthorized, Code: "InvalidAuthenticationTokenTenant", Message: fmt.Sprintf(
+		"The access token is from the wrong issuer '%s'. It must match the tenant '%s/%s/' associated with this subscription. "+
+			"Please use the authority (URL) '%s/%s' to get the token.", claims.Issuer, BaseURL(r), want, BaseURL(r), want)}
+}
+
+// subscriptionOf is the subscription ID of an ARM path ("" outside subscriptions).
+func subscriptionOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) >= 2 && strings.EqualFold(parts[0], "subscriptions") {
+		return parts[1]
+	}
+	return ""
+}
+
+// Claims returns the claims of the request's valid bearer token.
+func (s *Service) Claims(r *http.Request) (*Claims, error) { return s.Issuer.authorize(r) }
+
+// Authorize checks the request's bearer token (signature, expiry, audience), whatever the
+// tenant. It returns nil or an *AuthError.
 func (i *Issuer) Authorize(r *http.Request) error {
+	_, err := i.authorize(r)
+	return err
+}
+
+func (i *Issuer) authorize(r *http.Request) (*Claims, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return &AuthError{http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing."}
+		return nil, &AuthError{http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing."}
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return &AuthError{http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is provided in an invalid format."}
+		return nil, &AuthError{http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is provided in an invalid format."}
 	}
-	_, err := i.Parse(strings.TrimSpace(token))
+	claims, err := i.Parse(strings.TrimSpace(token))
 	switch {
 	case err == nil:
-		return nil
+		return claims, nil
 	case errors.Is(err, ErrExpiredToken):
-		return &AuthError{http.StatusUnauthorized, "ExpiredAuthenticationToken", "The access token expiry UTC time is earlier than current UTC time."}
+		return nil, &AuthError{http.StatusUnauthorized, "ExpiredAuthenticationToken", "The access token expiry UTC time is earlier than current UTC time."}
 	case errors.Is(err, ErrBadAudience):
-		return &AuthError{http.StatusUnauthorized, "InvalidAuthenticationToken", "The access token has been obtained for wrong audience or resource."}
+		return nil, &AuthError{http.StatusUnauthorized, "InvalidAuthenticationToken", "The access token has been obtained for wrong audience or resource."}
 	default:
-		return &AuthError{http.StatusUnauthorized, "InvalidAuthenticationToken", "The access token is invalid."}
+		return nil, &AuthError{http.StatusUnauthorized, "InvalidAuthenticationToken", "The access token is invalid."}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,34 @@ type Credentials struct {
 	// IdentityHeader is the secret App Service callers send as X-IDENTITY-HEADER
 	// (IDENTITY_HEADER). Empty accepts any non-empty value.
 	IdentityHeader string `json:"identityHeader,omitempty"`
+	// Tenants are further tenants served: a token asked for one of them carries it as tid.
+	// Every client is known in every tenant (multi-tenant applications).
+	Tenants []string `json:"tenants,omitempty"`
+	// SubscriptionTenants places subscriptions in tenants (subscription ID -> tenant ID); any
+	// other subscription belongs to TenantID. ARM refuses a token from another tenant than the
+	// subscription's, as Azure does (InvalidAuthenticationTokenTenant).
+	SubscriptionTenants map[string]string `json:"subscriptionTenants,omitempty"`
+}
+
+// TenantOf is the tenant a subscription belongs to.
+func (c Credentials) TenantOf(subscription string) string {
+	for sub, t := range c.SubscriptionTenants {
+		if strings.EqualFold(sub, subscription) {
+			return t
+		}
+	}
+	return c.TenantID
+}
+
+// issuingTenant is the tid of a token asked for at /{tenant}/...: that tenant when it is one
+// of azsim's, else (adfs, organizations, common) the default tenant.
+func (c Credentials) issuingTenant(requested string) string {
+	for _, t := range c.Tenants {
+		if strings.EqualFold(t, requested) {
+			return t
+		}
+	}
+	return c.TenantID
 }
 
 // Client is one service principal.
@@ -35,11 +64,62 @@ type Client struct {
 	// CertificatePEM enables the client-certificate grant: the client_assertion's signature must
 	// verify with the public key of one of these certificates.
 	CertificatePEM string `json:"certificatePEM,omitempty"`
-	// Federated enables the workload-identity grant: any well-formed, unexpired JWT is accepted
-	// as client_assertion (azsim does not know the cluster's service-account issuer keys), as
-	// long as its subject matches FederatedSubject when that is set.
+	// Federated enables the workload-identity grant (a federated identity credential, as in
+	// Entra ID): the client_assertion must be a JWT signed by one of FederatedIssuerKeysPEM, with
+	// iss = FederatedIssuer, sub = FederatedSubject, an aud among FederatedAudiences, unexpired.
 	Federated        bool   `json:"federated,omitempty"`
+	FederatedIssuer  string `json:"federatedIssuer,omitempty"`
 	FederatedSubject string `json:"federatedSubject,omitempty"`
+	// FederatedAudiences default to api://AzureADTokenExchange (Entra's recommended audience).
+	FederatedAudiences []string `json:"federatedAudiences,omitempty"`
+	// FederatedIssuerKeysPEM are the issuer's signing keys ("PUBLIC KEY" or "CERTIFICATE"
+	// blocks): what Entra reads from the issuer's JWKS, e.g. the public half of the
+	// kube-apiserver's --service-account-key-file.
+	FederatedIssuerKeysPEM string `json:"federatedIssuerKeysPEM,omitempty"`
+}
+
+// DefaultFederatedAudience is the audience Entra ID recommends for federated credentials.
+const DefaultFederatedAudience = "api://AzureADTokenExchange"
+
+func (c Client) federatedAudiences() []string {
+	if len(c.FederatedAudiences) > 0 {
+		return c.FederatedAudiences
+	}
+	return []string{DefaultFederatedAudience}
+}
+
+// federatedKeys parses FederatedIssuerKeysPEM.
+func (c Client) federatedKeys() ([]any, error) {
+	var keys []any
+	rest := []byte(c.FederatedIssuerKeysPEM)
+	for {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		switch blk.Type {
+		case "PUBLIC KEY":
+			k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("client %s: federatedIssuerKeysPEM: %w", c.ClientID, err)
+			}
+			keys = append(keys, k)
+		case "RSA PUBLIC KEY":
+			k, err := x509.ParsePKCS1PublicKey(blk.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("client %s: federatedIssuerKeysPEM: %w", c.ClientID, err)
+			}
+			keys = append(keys, k)
+		case "CERTIFICATE":
+			cert, err := x509.ParseCertificate(blk.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("client %s: federatedIssuerKeysPEM: %w", c.ClientID, err)
+			}
+			keys = append(keys, cert.PublicKey)
+		}
+	}
+	return keys, nil
 }
 
 // ManagedIdentity is one system- or user-assigned identity.
@@ -109,10 +189,27 @@ func (c Credentials) Validate() error {
 		if cl.CertificatePEM != "" && len(certs) == 0 {
 			return fmt.Errorf("identity: client %s: certificatePEM holds no certificate", cl.ClientID)
 		}
+		if cl.Federated {
+			if cl.FederatedIssuer == "" || cl.FederatedSubject == "" {
+				return fmt.Errorf("identity: client %s: a federated credential needs federatedIssuer and federatedSubject", cl.ClientID)
+			}
+			keys, err := cl.federatedKeys()
+			if err != nil {
+				return fmt.Errorf("identity: %w", err)
+			}
+			if len(keys) == 0 {
+				return fmt.Errorf("identity: client %s: federatedIssuerKeysPEM holds no public key (azsim verifies federated assertions)", cl.ClientID)
+			}
+		}
 	}
 	for _, mi := range c.ManagedIdentities {
 		if mi.ClientID == "" {
 			return fmt.Errorf("identity: a managed identity has no clientId")
+		}
+	}
+	for sub, t := range c.SubscriptionTenants {
+		if !strings.EqualFold(t, c.TenantID) && !slices.ContainsFunc(c.Tenants, func(x string) bool { return strings.EqualFold(x, t) }) {
+			return fmt.Errorf("identity: subscriptionTenants: subscription %s is placed in tenant %s, which is neither tenantId nor in tenants", sub, t)
 		}
 	}
 	return nil
@@ -154,5 +251,5 @@ func (c Credentials) tenantServed(t string) bool {
 	case strings.ToLower(c.TenantID), "adfs", "organizations", "common":
 		return true
 	}
-	return false
+	return slices.ContainsFunc(c.Tenants, func(x string) bool { return strings.EqualFold(x, t) })
 }

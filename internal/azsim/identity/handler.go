@@ -157,7 +157,13 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err := verifyAssertion(cl, f.Get("client_assertion"), s.Issuer.Now); err != nil {
-			oauthError(w, http.StatusUnauthorized, "invalid_client", 700027, "AADSTS700027: Client assertion failed signature validation or policy: "+err.Error())
+			desc, code := err.Error(), 700027
+			if n, ok := aadstsCode(desc); ok {
+				code = n
+			} else {
+				desc = "AADSTS700027: Client assertion failed signature validation or policy: " + desc
+			}
+			oauthError(w, http.StatusUnauthorized, "invalid_client", code, desc)
 			return
 		}
 	default:
@@ -169,7 +175,8 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_scope", 1002012, "AADSTS1002012: The provided value for scope is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier.")
 		return
 	}
-	tok, exp, err := s.Issuer.Issue(BaseURL(r)+"/"+creds.TenantID+"/", creds.TenantID, cl.ClientID, cl.objectID(), resource)
+	tid := creds.issuingTenant(tenant)
+	tok, exp, err := s.Issuer.Issue(BaseURL(r)+"/"+tid+"/", tid, cl.ClientID, cl.objectID(), resource)
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", 0, err.Error())
 		return
@@ -178,6 +185,17 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"token_type": "Bearer", "expires_in": secs, "ext_expires_in": secs, "access_token": tok,
 	})
+}
+
+// aadstsCode reads the number of a description starting "AADSTS<n>:".
+func aadstsCode(desc string) (int, bool) {
+	rest, ok := strings.CutPrefix(desc, "AADSTS")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ":")
+	n, err := strconv.Atoi(num)
+	return n, ok && err == nil
 }
 
 // resourceFromScope turns "https://management.azure.com//.default openid ..." into

@@ -36,9 +36,19 @@ type fixture struct {
 	client *http.Client
 	cert   *x509.Certificate
 	key    *rsa.PrivateKey
+	// issuerKey signs the cluster's service-account tokens (federated assertions).
+	issuerKey *rsa.PrivateKey
 }
 
-func newFixture(t *testing.T) *fixture {
+const (
+	saIssuer  = "https://kubernetes.default.svc"
+	saSubject = "system:serviceaccount:kube-system:ccm"
+	// otherSub belongs to otherTenant.
+	otherTenant = "99999999-9999-9999-9999-999999999999"
+	otherSub    = "88888888-8888-8888-8888-888888888888"
+)
+
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -52,13 +62,21 @@ func newFixture(t *testing.T) *fixture {
 	}
 	cert, _ := x509.ParseCertificate(der)
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	issuerKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := x509.MarshalPKIXPublicKey(&issuerKey.PublicKey)
 
 	creds := Credentials{
-		TenantID: tenant,
+		Tenants:             []string{otherTenant},
+		SubscriptionTenants: map[string]string{otherSub: otherTenant},
+		TenantID:            tenant,
 		Clients: []Client{
 			{ClientID: "sp-secret", Secret: "s3cret"},
 			{ClientID: "sp-cert", CertificatePEM: string(certPEM)},
-			{ClientID: "sp-wi", Federated: true, FederatedSubject: "system:serviceaccount:kube-system:ccm"},
+			{ClientID: "sp-wi", Federated: true, FederatedIssuer: saIssuer, FederatedSubject: saSubject,
+				FederatedIssuerKeysPEM: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))},
 		},
 		ManagedIdentities: []ManagedIdentity{
 			{ClientID: "mi-system", System: true},
@@ -83,6 +101,17 @@ func newFixture(t *testing.T) *fixture {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	// ARM paths: the token's tenant must be the subscription's.
+	mux.HandleFunc("GET /subscriptions/{sub}/resourceGroups", func(w http.ResponseWriter, r *http.Request) {
+		if err := svc.Authorize(r); err != nil {
+			var ae *AuthError
+			if errors.As(err, &ae) {
+				ae.WriteTo(w)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	b, err := certs.Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +121,7 @@ func newFixture(t *testing.T) *fixture {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: b.Pool()}}}
-	return &fixture{srv: srv, svc: svc, client: client, cert: cert, key: key}
+	return &fixture{srv: srv, svc: svc, client: client, cert: cert, key: key, issuerKey: issuerKey}
 }
 
 func (f *fixture) clientOptions() azcore.ClientOptions {
@@ -185,36 +214,119 @@ func TestClientCertificateCredential(t *testing.T) {
 	}
 }
 
+// saToken is a projected service-account token signed with key.
+func saToken(t *testing.T, key any, method jwt.SigningMethod, c jwt.RegisteredClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(method, c)
+	tok.Header["kid"] = "sa-key"
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestWorkloadIdentityCredential(t *testing.T) {
 	f := newFixture(t)
-	write := func(sub string) string {
-		tok, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
-			Issuer: "https://kubernetes.default.svc", Subject: sub, Audience: jwt.ClaimStrings{"api://AzureADTokenExchange"},
-			ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour)),
-		}).SignedString([]byte("cluster-key"))
+	claims := func(mod func(*jwt.RegisteredClaims)) jwt.RegisteredClaims {
+		c := jwt.RegisteredClaims{Issuer: saIssuer, Subject: saSubject, Audience: jwt.ClaimStrings{"api://AzureADTokenExchange"},
+			IssuedAt: jwt.NewNumericDate(time.Now()), ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}
+		if mod != nil {
+			mod(&c)
+		}
+		return c
+	}
+	write := func(tok string) string {
 		p := filepath.Join(t.TempDir(), "token")
 		if err := os.WriteFile(p, []byte(tok), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	good := write("system:serviceaccount:kube-system:ccm")
-	cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
-		ClientOptions: f.clientOptions(), ClientID: "sp-wi", TenantID: tenant, TokenFilePath: good, DisableInstanceDiscovery: true})
-	if err != nil {
-		t.Fatal(err)
+	login := func(tok string) error {
+		cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+			ClientOptions: f.clientOptions(), ClientID: "sp-wi", TenantID: tenant, TokenFilePath: write(tok), DisableInstanceDiscovery: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cred.GetToken(context.Background(), armScope)
+		if err == nil {
+			if code, _ := f.callProtected(t, got.Token); code != 200 {
+				t.Fatalf("issued token refused: %d", code)
+			}
+		}
+		return err
 	}
-	tok, err := cred.GetToken(context.Background(), armScope)
-	if err != nil {
-		t.Fatal(err)
+	if err := login(saToken(t, f.issuerKey, jwt.SigningMethodRS256, claims(nil))); err != nil {
+		t.Fatalf("a valid federated token was refused: %v", err)
 	}
-	if code, _ := f.callProtected(t, tok.Token); code != 200 {
-		t.Fatalf("valid token refused: %d", code)
+	otherKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	for name, tc := range map[string]struct {
+		token, want string
+	}{
+		"wrong subject": {saToken(t, f.issuerKey, jwt.SigningMethodRS256, claims(func(c *jwt.RegisteredClaims) { c.Subject = "system:serviceaccount:default:other" })), "AADSTS700213"},
+		"wrong issuer":  {saToken(t, f.issuerKey, jwt.SigningMethodRS256, claims(func(c *jwt.RegisteredClaims) { c.Issuer = "https://evil.example" })), "AADSTS700211"},
+		"wrong audience": {saToken(t, f.issuerKey, jwt.SigningMethodRS256, claims(func(c *jwt.RegisteredClaims) { c.Audience = jwt.ClaimStrings{"https://kubernetes.default.svc"} })),
+			"AADSTS700212"},
+		"signed by another key": {saToken(t, otherKey, jwt.SigningMethodRS256, claims(nil)), "AADSTS50013"},
+		"not signed (HS256)":    {saToken(t, []byte("guessable"), jwt.SigningMethodHS256, claims(nil)), "AADSTS50013"},
+		"expired": {saToken(t, f.issuerKey, jwt.SigningMethodRS256, claims(func(c *jwt.RegisteredClaims) {
+			c.ExpiresAt = jwt.NewNumericDate(time.Now().Add(-time.Hour))
+		})), "AADSTS700024"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := login(tc.token)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want a refusal with %s, got %v", tc.want, err)
+			}
+		})
 	}
-	bad, _ := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
-		ClientOptions: f.clientOptions(), ClientID: "sp-wi", TenantID: tenant, TokenFilePath: write("system:serviceaccount:default:other"), DisableInstanceDiscovery: true})
-	if _, err := bad.GetToken(context.Background(), armScope); err == nil {
-		t.Fatal("federated token with the wrong subject was accepted")
+}
+
+// ARM refuses a token issued for another tenant than the subscription's; a token asked for the
+// subscription's tenant is accepted. The subscription list shows the token's tenant only.
+func TestTokenTenantMustMatchSubscription(t *testing.T) {
+	f := newFixture(t)
+	call := func(tok, sub string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/subscriptions/"+sub+"/resourceGroups", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := f.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Error.Code + ": " + body.Error.Message
+	}
+	for _, tn := range []string{tenant, otherTenant} {
+		cred, err := azidentity.NewClientSecretCredential(tn, "sp-secret", "s3cret",
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: f.clientOptions(), DisableInstanceDiscovery: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := cred.GetToken(context.Background(), armScope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sub := range []string{"00000000-0000-0000-0000-000000000001", otherSub} {
+			status, msg := call(tok.Token, sub)
+			owner := tenant
+			if sub == otherSub {
+				owner = otherTenant
+			}
+			if owner == tn {
+				if status != 200 {
+					t.Errorf("token of %s on subscription %s of the same tenant: %d %s", tn, sub, status, msg)
+				}
+				continue
+			}
+			if status != 401 || !strings.HasPrefix(msg, "InvalidAuthenticationTokenTenant: ") || !strings.Contains(msg, owner) {
+				t.Errorf("token of %s on subscription %s of tenant %s: %d %s, want 401 InvalidAuthenticationTokenTenant", tn, sub, owner, status, msg)
+			}
+		}
 	}
 }
 

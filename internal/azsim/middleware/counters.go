@@ -36,6 +36,9 @@ type Stats struct {
 	Requests []Count `json:"requests"`
 	// Resources are the counts by addressed resource (see ResourceCount).
 	Resources []ResourceCount `json:"resources,omitempty"`
+	// RoleActions are the role actions each client needed (authenticated requests): what a
+	// custom role for the program must allow, join actions of referenced resources included.
+	RoleActions []RoleActionCount `json:"roleActions,omitempty"`
 	// Throttled counts 429s from the throttling model; Faults counts requests hit by a rule.
 	Throttled int64 `json:"throttled"`
 	Faults    int64 `json:"faults"`
@@ -52,15 +55,21 @@ type resourceKey struct {
 	class            Class
 }
 
+type roleActionKey struct {
+	client, action string
+	linked         bool
+}
+
 type counters struct {
-	canonical func(string) string // nil: the first spelling seen
-	spellMu   sync.Mutex
-	spelling  map[string]string // type as requested → canonical (canonical is asked once per spelling)
-	mu        sync.Mutex
-	counts    map[countKey]*Count
-	resources map[resourceKey]*ResourceCount
-	throttled int64
-	faults    int64
+	canonical   func(string) string // nil: the first spelling seen
+	spellMu     sync.Mutex
+	spelling    map[string]string // type as requested → canonical (canonical is asked once per spelling)
+	mu          sync.Mutex
+	counts      map[countKey]*Count
+	resources   map[resourceKey]*ResourceCount
+	roleActions map[roleActionKey]*RoleActionCount
+	throttled   int64
+	faults      int64
 
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
@@ -70,7 +79,8 @@ type counters struct {
 }
 
 func newCounters(canonical func(string) string) *counters {
-	c := &counters{canonical: canonical, counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{}, registry: prometheus.NewRegistry()}
+	c := &counters{canonical: canonical, counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{},
+		roleActions: map[roleActionKey]*RoleActionCount{}, registry: prometheus.NewRegistry()}
 	c.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "azsim_arm_requests_total", Help: "ARM requests served by azsim, by method, resource type, class and status.",
 	}, []string{"method", "resource_type", "class", "status"})
@@ -138,6 +148,27 @@ func (c *counters) spell(t string) string {
 	return s
 }
 
+// recordRoleActions counts the role actions a client's authenticated request needed.
+func (c *counters) recordRoleActions(client, action string, linked []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	add := func(a string, isLinked bool) {
+		k := roleActionKey{client, strings.ToLower(a), isLinked}
+		rc := c.roleActions[k]
+		if rc == nil {
+			rc = &RoleActionCount{Client: client, Action: a, Linked: isLinked}
+			c.roleActions[k] = rc
+		}
+		rc.Count++
+	}
+	if action != "" {
+		add(action, false)
+	}
+	for _, a := range linked {
+		add(a, true)
+	}
+}
+
 func (c *counters) addThrottled() {
 	c.mu.Lock()
 	c.throttled++
@@ -162,6 +193,16 @@ func (c *counters) snapshot() Stats {
 	for _, v := range c.resources {
 		s.Resources = append(s.Resources, *v)
 	}
+	for _, v := range c.roleActions {
+		s.RoleActions = append(s.RoleActions, *v)
+	}
+	sort.Slice(s.RoleActions, func(i, j int) bool {
+		a, b := s.RoleActions[i], s.RoleActions[j]
+		if a.Client != b.Client {
+			return a.Client < b.Client
+		}
+		return strings.ToLower(a.Action) < strings.ToLower(b.Action)
+	})
 	sort.Slice(s.Resources, func(i, j int) bool {
 		a, b := s.Resources[i], s.Resources[j]
 		if a.ResourceType != b.ResourceType {
@@ -194,6 +235,7 @@ func (c *counters) reset() {
 	defer c.mu.Unlock()
 	c.counts = map[countKey]*Count{}
 	c.resources = map[resourceKey]*ResourceCount{}
+	c.roleActions = map[roleActionKey]*RoleActionCount{}
 	c.throttled, c.faults = 0, 0
 }
 
@@ -260,4 +302,15 @@ func (s Stats) ByResource(class Class, resourceType, group, name string) int64 {
 		}
 	}
 	return n
+}
+
+// RoleActionsOf is the set of role actions (lower case, call and linked) a client needed.
+func (s Stats) RoleActionsOf(client string) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range s.RoleActions {
+		if a.Client == client {
+			out[strings.ToLower(a.Action)] = true
+		}
+	}
+	return out
 }

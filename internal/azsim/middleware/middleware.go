@@ -39,7 +39,14 @@ type Options struct {
 	// Now and Sleep are the clock (tests replace them).
 	Now   func() time.Time
 	Sleep func(r *http.Request, d time.Duration) error
+	// MaxBodyBytes limits request bodies (default DefaultMaxBodyBytes, the engine's limit):
+	// larger ones get 413 RequestContentTooLarge, before authentication when the length is
+	// announced, so that nobody can make azsim hold a huge body.
+	MaxBodyBytes int64
 }
+
+// DefaultMaxBodyBytes is the request body limit of the ARM API (the engine's as well).
+const DefaultMaxBodyBytes = 4 << 20
 
 // Middleware is the ARM front door around an engine handler.
 type Middleware struct {
@@ -62,6 +69,9 @@ func New(next http.Handler, opts Options) *Middleware {
 	}
 	if opts.Sleep == nil {
 		opts.Sleep = sleepCtx
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if opts.Throttle == (ThrottleModel{}) {
 		opts.Throttle = DefaultThrottle()
@@ -161,17 +171,6 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := m.opts.Now()
 	op := Classify(r)
-	// Receive the whole body first, as ARM does before it answers: a handler that sleeps (latency
-	// model) or refuses (throttle, fault) with the body unread holds HTTP/2 flow-control credit
-	// of the client's connection, and enough of those stalled every other large PUT on it.
-	if r.Body != nil && r.Body != http.NoBody {
-		body, err := io.ReadAll(r.Body)
-		_ = r.Body.Close()
-		if err != nil {
-			return // the client went away
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
 	sw := &statusWriter{ResponseWriter: w}
 	defer func() {
 		status := sw.status
@@ -180,6 +179,12 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		m.counters.record(op, r.URL.Path, status, m.opts.Now().Sub(start))
 	}()
+	// An announced body over the limit is refused before anything is read or checked.
+	if r.ContentLength > m.opts.MaxBodyBytes {
+		m.tooLarge(sw)
+		return
+	}
+	// Authentication reads headers only: an unauthenticated body is never read.
 	if m.opts.Authorize != nil {
 		if err := m.opts.Authorize(r); err != nil {
 			var wr interface{ WriteTo(http.ResponseWriter) }
@@ -190,6 +195,27 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+	}
+	// Then receive the whole body, as ARM does before it answers: a handler that sleeps
+	// (latency model) or refuses (throttle, fault) with the body unread holds HTTP/2
+	// flow-control credit of the client's connection, and enough of those stalled every other
+	// large PUT on it.
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, m.opts.MaxBodyBytes+1))
+		if err != nil {
+			_ = r.Body.Close()
+			return // the client went away
+		}
+		if int64(len(body)) > m.opts.MaxBodyBytes {
+			_ = r.Body.Close()
+			m.tooLarge(sw)
+			return
+		}
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m.counters.recordRoleActions(clientOf(r), op.RoleAction(), LinkedActions(op, r.URL.Path, body))
+	} else {
+		m.counters.recordRoleActions(clientOf(r), op.RoleAction(), nil)
 	}
 	if op.Subscription != "" {
 		remaining, wait, ok := m.throttle.take(op, m.opts.Now())
@@ -244,6 +270,13 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.next.ServeHTTP(sw, r)
+}
+
+func (m *Middleware) tooLarge(w http.ResponseWriter) {
+	// The rest of the body is not wanted: close the connection rather than drain it.
+	w.Header().Set("Connection", "close")
+	writeARMError(w, http.StatusRequestEntityTooLarge, "RequestContentTooLarge",
+		fmt.Sprintf("The request content size exceeds the maximum of %d bytes.", m.opts.MaxBodyBytes))
 }
 
 func (m *Middleware) sleep(r *http.Request, d time.Duration) error {

@@ -1,7 +1,9 @@
 package network
 
 import (
+	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
@@ -11,6 +13,11 @@ import (
 // become 400 InvalidRequestFormat, unknown fields are dropped (as ARM does),
 // and the stored shape is exactly the SDK's.
 func normalize(w *arm.Write, model any) error {
+	// NRP refuses a null element in any list of the request (e.g.
+	// "frontendIPConfigurations": [null]); the SDK models would silently drop it.
+	if path := nullElement(w.Doc, ""); path != "" {
+		return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: %s is null.", path)
+	}
 	if err := arm.ToModel(w.Doc, model); err != nil {
 		return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: %v", err)
 	}
@@ -20,6 +27,38 @@ func normalize(w *arm.Write, model any) error {
 	}
 	w.Doc = doc
 	return nil
+}
+
+// nullElement returns the path of the first null element of a list inside v ("" if none).
+func nullElement(v any, path string) string {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if found := nullElement(t[k], p); found != "" {
+				return found
+			}
+		}
+	case []any:
+		for i, e := range t {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if e == nil {
+				return p
+			}
+			if found := nullElement(e, p); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
 }
 
 func equalFoldLoc(a, b string) bool {

@@ -116,7 +116,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 
 	s.mw = middleware.New(s.engine, middleware.Options{
-		Authorize: issuer.Authorize,
+		Authorize: s.identity.Authorize,
 		Latency:   opts.Latency,
 		Throttle:  *opts.Throttle,
 		Seed:      opts.FaultSeed,
@@ -260,12 +260,34 @@ func (s *Server) mainHandler() http.Handler {
 	// knows resources inside subscriptions.
 	mux.Handle("GET /subscriptions", s.authorized(http.HandlerFunc(s.listSubscriptions)))
 	mux.Handle("/", s.mw)
-	return mux
+	return limitBodies(mux, maxAnyBody)
+}
+
+// maxAnyBody bounds every request body on the HTTPS listener (the control API's topology seeds
+// are the largest); the ARM API has its own, smaller limit (middleware.DefaultMaxBodyBytes).
+const maxAnyBody = 16 << 20
+
+// limitBodies answers 413 to announced bodies over limit and stops reading others there.
+func limitBodies(next http.Handler, limit int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "RequestContentTooLarge",
+				"message": fmt.Sprintf("The request content size exceeds the maximum of %d bytes.", limit)}})
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.identity.Issuer.Authorize(r); err != nil {
+		if err := s.identity.Authorize(r); err != nil {
 			var ae *identity.AuthError
 			if errors.As(err, &ae) {
 				ae.WriteTo(w)
@@ -279,7 +301,16 @@ func (s *Server) authorized(h http.Handler) http.Handler {
 }
 
 func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+	claims, err := s.identity.Claims(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	creds := s.identity.Credentials()
 	subs := map[string]bool{strings.ToLower(s.opts.SubscriptionID): true}
+	for sub := range creds.SubscriptionTenants {
+		subs[strings.ToLower(sub)] = true
+	}
 	for _, rg := range s.engine.ListResources("Microsoft.Resources/resourceGroups") {
 		var doc struct{ ID string }
 		if json.Unmarshal(rg, &doc) == nil {
@@ -295,8 +326,13 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(ids)
 	var value []map[string]any
 	for _, id := range ids {
+		// As in Azure, a token lists the subscriptions of its own tenant.
+		tenant := creds.TenantOf(id)
+		if !strings.EqualFold(tenant, claims.TenantID) {
+			continue
+		}
 		value = append(value, map[string]any{
-			"id": "/subscriptions/" + id, "subscriptionId": id, "tenantId": s.opts.Credentials.TenantID,
+			"id": "/subscriptions/" + id, "subscriptionId": id, "tenantId": tenant,
 			"displayName": "azsim " + id, "state": "Enabled", "authorizationSource": "RoleBased",
 			"subscriptionPolicies": map[string]any{"locationPlacementId": "Public_2014-09-01", "quotaId": "PayAsYouGo_2014-09-01", "spendingLimit": "Off"},
 		})
@@ -418,6 +454,10 @@ func (s *Server) Credentials() identity.Credentials { return s.identity.Credenti
 func (s *Server) TLSConfig() *tls.Config {
 	return &tls.Config{RootCAs: s.bundle.Pool(), MinVersion: tls.VersionTLS12}
 }
+
+// ServerCertificate is azsim's TLS certificate (signed by its CA, valid for localhost,
+// 127.0.0.1, ::1 and ExtraNames), for test servers that clients trusting azsim must accept.
+func (s *Server) ServerCertificate() tls.Certificate { return s.bundle.TLS }
 
 // HTTPClient is an http.Client that trusts azsim (use it as azcore ClientOptions.Transport).
 func (s *Server) HTTPClient() *http.Client {

@@ -41,7 +41,7 @@ func Render(results []*Result) (string, []Plot) {
 		"CCM binary, on one machine. ARM counts come from azsim's request counters; CCM CPU and peak memory from\n" +
 		"`/proc/<ccm pid>`; throttled time from the CCM's `azure_ccm_arm_throttled_seconds_total`.\n" +
 		"Each scenario's JSON result is in [results/](results/); this page is generated from them by\n" +
-		"`go run ./test/bench/report/cmd/perfreport` — do not edit it by hand.\n\n" +
+		"`go run .` in `test/bench/perfreport` (a module of its own) — do not edit it by hand.\n\n" +
 		"How to read the figures:\n\n" +
 		"- **ours** is the CCM as shipped. The other variants are the same binary with flags that switch its\n" +
 		"  improvements off: **50 workers, no merging** (`--disable-lb-write-merging`: every service its own\n" +

@@ -1,5 +1,5 @@
 // Package report holds the benchmark results of test/bench: each scenario writes one JSON
-// Result, and the generator (cmd/perfreport) renders them all into docs/performance/README.md
+// Result, and the generator (test/bench/perfreport, a module of its own) renders them all into docs/performance/README.md
 // with tables and PNG plots.
 package report
 

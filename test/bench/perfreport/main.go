@@ -1,5 +1,7 @@
 // Command perfreport renders docs/performance/README.md and its PNG plots from the JSON results
-// the benchmark scenarios (test/bench) wrote to docs/performance/results.
+// the benchmark scenarios (test/bench) wrote to docs/performance/results. It is a module of its
+// own so that the plotting library and its fonts stay out of the product module: run it as
+// `cd test/bench/perfreport && go run . -results … -out …` (hack/bench.sh does).
 package main
 
 import (
@@ -31,7 +33,7 @@ func run(resultsDir, out string) error {
 	}
 	md, plots := report.Render(rs)
 	for _, p := range plots {
-		if err := report.Draw(out, p); err != nil {
+		if err := Draw(out, p); err != nil {
 			return err
 		}
 	}

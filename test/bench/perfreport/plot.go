@@ -1,4 +1,4 @@
-package report
+package main
 
 import (
 	"fmt"
@@ -10,10 +10,12 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/azure-ccm/azure-ccm/test/bench/report"
 )
 
 // Draw renders p as a PNG under dir (p.File is relative to dir).
-func Draw(dir string, p Plot) error {
+func Draw(dir string, p report.Plot) error {
 	plt := plot.New()
 	plt.Title.Text = p.Title
 	plt.X.Label.Text = p.XLabel
@@ -42,7 +44,7 @@ func Draw(dir string, p Plot) error {
 	return plt.Save(width, 9*vg.Centimeter, path)
 }
 
-func drawLines(plt *plot.Plot, series []Series) error {
+func drawLines(plt *plot.Plot, series []report.Series) error {
 	for i, s := range series {
 		if len(s.X) != len(s.Y) {
 			return fmt.Errorf("series %q: %d x and %d y", s.Name, len(s.X), len(s.Y))
@@ -79,7 +81,7 @@ func drawLines(plt *plot.Plot, series []Series) error {
 }
 
 // drawBars draws one bar per (group, bar name), the bars of a group side by side.
-func drawBars(plt *plot.Plot, p Plot) error {
+func drawBars(plt *plot.Plot, p report.Plot) error {
 	nb := max(1, len(p.Bars))
 	w := vg.Points(float64(min(40, 160/nb)))
 	for j := 0; j < nb; j++ {

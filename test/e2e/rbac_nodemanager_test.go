@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+// TestNodeManagerWritesOnlyItsOwnNode applies the chart's node-manager RBAC and
+// ValidatingAdmissionPolicy to the real kube-apiserver and gives the node manager the token a
+// kubelet would mount in its pod on node A (bound to the pod, so it names the node): the binary
+// initialises node A, and the same token is denied updating node B, its status, its taints.
+func TestNodeManagerWritesOnlyItsOwnNode(t *testing.T) {
+	nodeManager := nodesRequireBinary(t, "azure-cloud-node-manager")
+	e := framework.Start(t, framework.Options{})
+	ctx := context.Background()
+	if len(e.Machines) < 2 {
+		t.Fatalf("need two machines, have %d", len(e.Machines))
+	}
+	a, b := e.Machines[0], e.Machines[1]
+	nodesCreate(t, e, a, "", nil)
+	nodesCreate(t, e, b, "", nil)
+	rbacKubectl(t, e, rbacRender(t, "node-manager-rbac.yaml"), "apply", "-f", "-")
+
+	// The node manager's pod on node A, and the token the kubelet would project into it.
+	pod, err := e.Kube.CoreV1().Pods(rbacNamespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "azure-cloud-node-manager-" + a.NodeName},
+		Spec: corev1.PodSpec{NodeName: a.NodeName, ServiceAccountName: rbacNodeMgrSA,
+			Containers: []corev1.Container{{Name: "cloud-node-manager", Image: "azure-cloud-node-manager"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiry := int64(3600)
+	tr, err := e.Kube.CoreV1().ServiceAccounts(rbacNamespace).CreateToken(ctx, rbacNodeMgrSA, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := rbacKubeconfig(t, e, "node-manager-"+a.NodeName, tr.Status.Token)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	// The policy takes effect a moment after it is applied (the API server loads it from its
+	// informer): probe with dry-run updates, which admission judges but which change nothing, so
+	// a probe allowed before the policy loaded leaves node B as it was.
+	e.WaitFor("the policy is in force (node B cannot be labelled)", func(ctx context.Context) (bool, error) {
+		err := nodeManagerLabel(ctx, kube, b.NodeName, metav1.DryRunAll)
+		if err == nil {
+			return false, fmt.Errorf("a dry-run update of node %s was allowed", b.NodeName)
+		}
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), err
+	}, time.Minute)
+
+	t.Run("initialises its own node", func(t *testing.T) {
+		e.Azure.Server.IMDS().SetDefaultVM(a.NodeName)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, nodeManager, "--kubeconfig="+kubeconfig, "--node-name="+a.NodeName,
+			"--imds-endpoint="+e.Azure.IMDSURL, "--once").CombinedOutput()
+		if err != nil {
+			t.Fatalf("node manager on its own node: %v\n%s", err, out)
+		}
+		e.WaitFor("node manager initialised "+a.NodeName, nodesInitialized(e, a), 30*time.Second)
+	})
+
+	t.Run("denied on another node", func(t *testing.T) {
+		n, err := kube.CoreV1().Nodes().Get(ctx, b.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading node B is allowed by RBAC: %v", err)
+		}
+		attempts := map[string]func() error{
+			"label": func() error { return nodeManagerLabel(ctx, kube, b.NodeName) },
+			"remove the uninitialized taint": func() error {
+				c := n.DeepCopy()
+				c.Spec.Taints = nil
+				_, err := kube.CoreV1().Nodes().Update(ctx, c, metav1.UpdateOptions{})
+				return err
+			},
+			"spoof the addresses (status)": func() error {
+				c := n.DeepCopy()
+				c.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "203.0.113.66"}}
+				_, err := kube.CoreV1().Nodes().UpdateStatus(ctx, c, metav1.UpdateOptions{})
+				return err
+			},
+		}
+		for what, try := range attempts {
+			err := try()
+			if err == nil {
+				t.Errorf("%s of node %s with node %s's token was allowed", what, b.NodeName, a.NodeName)
+				continue
+			}
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "azure-cloud-node-manager may only write its own Node") ||
+				!strings.Contains(err.Error(), a.NodeName) {
+				t.Errorf("%s: want the policy's denial naming %s, got %v", what, a.NodeName, err)
+			}
+			t.Logf("%s: %v", what, err)
+		}
+		after, err := e.Kube.CoreV1().Nodes().Get(ctx, b.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nodesHasTaint(after, framework.UninitializedTaintKey) || after.Labels["azure-ccm-test/hijacked"] != "" {
+			t.Errorf("node %s was changed: %v %v", b.NodeName, after.Spec.Taints, after.Labels)
+		}
+		for _, addr := range after.Status.Addresses {
+			if addr.Address == "203.0.113.66" {
+				t.Errorf("node %s's addresses were spoofed: %v", b.NodeName, after.Status.Addresses)
+			}
+		}
+	})
+
+	t.Run("a token not bound to a pod writes no node", func(t *testing.T) {
+		unbound := rbacToken(t, e, rbacNodeMgrSA)
+		cfg, err := clientcmd.BuildConfigFromFlags("", rbacKubeconfig(t, e, "node-manager-unbound", unbound))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = nodeManagerLabel(ctx, kubernetes.NewForConfigOrDie(cfg), a.NodeName)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "<none>") {
+			t.Errorf("want the policy's denial for a token without node, got %v", err)
+		}
+	})
+}
+
+// nodeManagerLabel tries to add a label to the node (dryRun: metav1.DryRunAll, or none).
+func nodeManagerLabel(ctx context.Context, kube kubernetes.Interface, node string, dryRun ...string) error {
+	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels["azure-ccm-test/hijacked"] = "true"
+	_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{DryRun: dryRun})
+	return err
+}
