@@ -72,7 +72,9 @@ func disksStart(t *testing.T) *disksEnv {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if d.clients, err = arm.New(ctx, cfg, arm.Options{Transport: e.Azure.Server.HTTPClient(), Metrics: arm.NewMetrics(), PollFrequency: 100 * time.Millisecond}); err != nil {
+	if d.clients, err = arm.New(ctx, cfg, arm.Options{Transport: e.Azure.Server.HTTPClient(), Metrics: arm.NewMetrics(), PollFrequency: 100 * time.Millisecond,
+		// The test attaches disks itself: its calls are not the CCM's (the role check tells programs by User-Agent).
+		ApplicationID: "e2e-tests"}); err != nil {
 		t.Fatal(err)
 	}
 	d.disks = disks.NewClient(d.clients)
