@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // IMDSAPIVersion is the instance metadata API version read by the node manager.
@@ -109,6 +110,9 @@ func MetadataFromIMDS(doc *IMDSDocument, nodeName string) (NodeMetadata, error) 
 	zone, region, err := Zone(doc.Compute.Location, zones, fd)
 	if err != nil {
 		return NodeMetadata{}, fmt.Errorf("instance metadata compute.zone: %w", err)
+	}
+	if errs := validation.IsValidLabelValue(doc.Compute.VMSize); len(errs) > 0 {
+		return NodeMetadata{}, fmt.Errorf("instance metadata compute.vmSize %q is not a label value: %s", doc.Compute.VMSize, strings.Join(errs, "; "))
 	}
 	md := NodeMetadata{ProviderID: pid.String(), InstanceType: doc.Compute.VMSize, Zone: zone, Region: region}
 	if len(doc.Network.Interface) == 0 {

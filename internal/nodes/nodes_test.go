@@ -76,6 +76,12 @@ func TestZone(t *testing.T) {
 		{"westeurope", []string{}, fd(0), "0", "westeurope", false},
 		{"westeurope", nil, nil, "", "westeurope", false},
 		{"westeurope", []string{"a"}, nil, "", "westeurope", true},
+		{"westeurope", []string{"-2"}, nil, "", "westeurope", true},
+		{"westeurope", []string{"+2"}, nil, "", "westeurope", true},
+		{"", []string{"2"}, nil, "", "", true},
+		{"westeurope", nil, fd(-2), "", "westeurope", true},
+		{"west/europe", nil, fd(1), "", "", true},
+		{"", nil, fd(1), "1", "", false},
 	}
 	for _, tc := range cases {
 		z, r, err := Zone(tc.loc, tc.zones, tc.fd)
