@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/azure-ccm/azure-ccm/internal/config"
@@ -184,6 +185,10 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 		sec, err := s.Kube.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
+		case apierrors.IsForbidden(err) && in.HasFile && mergeMode(in.File):
+			// A deployment without read access to the Secret keeps working on its file, as
+			// before the Secret was a source; secret mode (or no file) cannot.
+			klog.InfoS("Warning: the cloud config Secret cannot be read; using the file alone", "secret", in.SecretName, "err", err)
 		case err != nil:
 			return Loaded{}, fmt.Errorf("reading Secret %s: %w", in.SecretName, err)
 		default:
@@ -217,6 +222,11 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 	}
 	l.Config = cfg
 	return l, nil
+}
+
+func mergeMode(file []byte) bool {
+	t, err := declaredType(file)
+	return err == nil && t == TypeMerge
 }
 
 func (s Source) key() string {
