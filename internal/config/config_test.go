@@ -126,6 +126,7 @@ func TestValidateNamesOffendingKey(t *testing.T) {
 		{"sp without tenant", `{` + base + `,"aadClientId":"c","aadClientSecret":"x"}`, []string{"tenantId: is required"}},
 		{"wi without file", `{` + base + `,"tenantId":"t","aadClientId":"c","useFederatedWorkloadIdentityExtension":true}`, []string{"aadFederatedTokenFile: is required"}},
 		{"uami without mi", `{` + base + `,"userAssignedIdentityID":"abc"}`, []string{`userAssignedIdentityID: "abc"`}},
+		{"network tenant with managed identity", `{` + base + `,"useManagedIdentityExtension":true,"tenantId":"a","networkResourceTenantID":"b"}`, []string{`networkResourceTenantID: "b" needs a login that works in both tenants`}},
 		{"rm endpoint", `{` + base + `,"resourceManagerEndpoint":"ftp://x"}`, []string{`resourceManagerEndpoint: "ftp://x"`}},
 		{"service gateway partial", `{` + base + `,"serviceGatewayEnabled":true}`, []string{"serviceGatewayEnabled: "}},
 		{"multi-slb pool type", `{` + base + `,"multipleStandardLoadBalancerConfigurations":[{"name":"a","primaryVMSet":"p"}]}`, []string{"multipleStandardLoadBalancerConfigurations: cannot be used with loadBalancerBackendPoolConfigurationType"}},
