@@ -109,8 +109,8 @@ func (w *wiring) newCloud(ctx context.Context, l cloudconfig.Loaded) (*provider.
 }
 
 // reloadCloud starts a provider on a new configuration and, once it is up, makes it the one
-// served: the controllers restart on it under the same leadership. Any error leaves the
-// running provider and controllers as they are.
+// served: the controllers restart on it under the same leadership. An error before the swap
+// leaves the running provider and controllers as they are.
 func (w *wiring) reloadCloud(ctx context.Context, l cloudconfig.Loaded) error {
 	// Checked here too, not only when the load balancer is built: a controller must not be
 	// stopped for a configuration that its load balancer would refuse.
@@ -124,7 +124,13 @@ func (w *wiring) reloadCloud(ctx context.Context, l cloudconfig.Loaded) error {
 		return fmt.Errorf("starting the cloud provider: %w", err)
 	}
 	w.setCloud(next)
-	return w.served.Replace(next)
+	if err := w.served.Replace(next); err != nil {
+		// The controllers already stopped and some did not start again: neither the old nor
+		// the new configuration is fully served. Exit, as the app does when a controller fails
+		// to start, so that the kubelet restarts the CCM on the new configuration.
+		klog.Fatalf("Cloud config reload: the new provider is in place but controllers failed to start on it: %v", err)
+	}
+	return nil
 }
 
 func (w *wiring) setCloud(c *provider.Cloud) {

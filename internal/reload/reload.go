@@ -90,6 +90,7 @@ func (c *Cloud) Wrap(ctors map[string]app.ControllerInitFuncConstructor) map[str
 					c.restart.Lock()
 					defer c.restart.Unlock()
 					gen := c.generationContext(ctx)
+					cc = leaderScoped(cc)
 					c.started = append(c.started, &started{name: name, ctor: ctor, cfg: cfg, cc: cc})
 					return ctor.Constructor(ic, cfg, c)(gen, cc)
 				}
@@ -98,6 +99,25 @@ func (c *Cloud) Wrap(ctors map[string]app.ControllerInitFuncConstructor) map[str
 	}
 	return out
 }
+
+// leaderScoped makes Start of the shared informer factory use the leadership's stop channel,
+// whatever a controller passes: a controller that starts the factory with its own context
+// would otherwise stop informers that other controllers, and the next generation, share.
+func leaderScoped(cc genericcontrollermanager.ControllerContext) genericcontrollermanager.ControllerContext {
+	if _, ok := cc.InformerFactory.(leaderScopedFactory); ok || cc.InformerFactory == nil {
+		return cc
+	}
+	cc.InformerFactory = leaderScopedFactory{SharedInformerFactory: cc.InformerFactory, stop: cc.Stop}
+	return cc
+}
+
+type leaderScopedFactory struct {
+	informers.SharedInformerFactory
+	stop <-chan struct{}
+}
+
+// Start starts the informers asked for so far until the leadership ends.
+func (f leaderScopedFactory) Start(<-chan struct{}) { f.SharedInformerFactory.Start(f.stop) }
 
 // generationContext returns the current generation's context, creating it under parent on the
 // first call. Called with restart held.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
@@ -29,8 +30,14 @@ func (r *recorder) ctor() app.ControllerInitFuncConstructor {
 	return app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: "rec"},
 		Constructor: func(_ app.ControllerInitContext, _ *cloudcontrollerconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
-			return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+			return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
 				lb, _ := cloud.LoadBalancer() // as the service controller does when it is built
+				// As some controllers do: a handler on a shared informer, then the factory
+				// started with the controller's own context.
+				if _, err := cc.InformerFactory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{}); err != nil {
+					return nil, false, err
+				}
+				cc.InformerFactory.Start(ctx.Done())
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				r.started = append(r.started, lb.(*fakecloud.Cloud))
@@ -90,5 +97,38 @@ func TestReplaceRestartsControllersOnTheNewProvider(t *testing.T) {
 	case <-rec.ctxs[1].Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("losing leadership did not stop the controllers")
+	}
+}
+
+// startRecorder records the stop channel the shared informer factory is started with.
+type startRecorder struct {
+	informers.SharedInformerFactory
+	got <-chan struct{}
+}
+
+func (r *startRecorder) Start(stop <-chan struct{}) { r.got = stop }
+
+// TestControllersCannotStopSharedInformers: a controller that starts the shared factory with
+// its own (generation) context starts it until the leadership ends, so a reload that cancels
+// the generation leaves the informers to the next one.
+func TestControllersCannotStopSharedInformers(t *testing.T) {
+	c := New(&fakecloud.Cloud{})
+	rec := &startRecorder{SharedInformerFactory: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)}
+	leader := make(chan struct{})
+	ctors := c.Wrap(map[string]app.ControllerInitFuncConstructor{"x": {
+		Constructor: func(app.ControllerInitContext, *cloudcontrollerconfig.CompletedConfig, cloudprovider.Interface) app.InitFunc {
+			return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+				cc.InformerFactory.Start(ctx.Done())
+				return nil, true, nil
+			}
+		},
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, _, err := ctors["x"].Constructor(app.ControllerInitContext{}, nil, c)(ctx, genericcontrollermanager.ControllerContext{InformerFactory: rec, Stop: leader}); err != nil {
+		t.Fatal(err)
+	}
+	if rec.got != (<-chan struct{})(leader) {
+		t.Error("the factory was started with the controller's context, not the leadership's stop channel")
 	}
 }
