@@ -20,6 +20,15 @@ type Credentials struct {
 	// ManagedIdentities are served on the managed-identity endpoints. The first entry with
 	// System=true answers requests that name no identity.
 	ManagedIdentities []ManagedIdentity `json:"managedIdentities,omitempty"`
+	// OtherTenants are further tenants the service principals exist in (multi-tenant app
+	// registrations): tokens are issued for them when asked (managed identities stay in
+	// TenantID).
+	OtherTenants []string `json:"otherTenants,omitempty"`
+	// SubscriptionTenants maps subscription IDs to their tenant (default TenantID). ARM refuses
+	// a token of another tenant for a subscription; a request for a subscription outside
+	// TenantID must also carry a TenantID token in x-ms-authorization-auxiliary, as Azure asks
+	// when resources of two tenants are linked (a load balancer and the cluster's NICs).
+	SubscriptionTenants map[string]string `json:"subscriptionTenants,omitempty"`
 	// IdentityHeader is the secret App Service callers send as X-IDENTITY-HEADER
 	// (IDENTITY_HEADER). Empty accepts any non-empty value.
 	IdentityHeader string `json:"identityHeader,omitempty"`
@@ -154,5 +163,34 @@ func (c Credentials) tenantServed(t string) bool {
 	case strings.ToLower(c.TenantID), "adfs", "organizations", "common":
 		return true
 	}
-	return false
+	_, ok := c.otherTenant(t)
+	return ok
+}
+
+// otherTenant returns the OtherTenants entry t names.
+func (c Credentials) otherTenant(t string) (string, bool) {
+	for _, o := range c.OtherTenants {
+		if strings.EqualFold(o, t) {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+// tokenTenant is the tenant a token asked for at t is issued in.
+func (c Credentials) tokenTenant(t string) string {
+	if o, ok := c.otherTenant(t); ok {
+		return o
+	}
+	return c.TenantID
+}
+
+// subscriptionTenant is the tenant of a subscription.
+func (c Credentials) subscriptionTenant(sub string) string {
+	for s, t := range c.SubscriptionTenants {
+		if strings.EqualFold(s, sub) {
+			return t
+		}
+	}
+	return c.TenantID
 }

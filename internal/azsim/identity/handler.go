@@ -169,7 +169,8 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_scope", 1002012, "AADSTS1002012: The provided value for scope is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier.")
 		return
 	}
-	tok, exp, err := s.Issuer.Issue(BaseURL(r)+"/"+creds.TenantID+"/", creds.TenantID, cl.ClientID, cl.objectID(), resource)
+	tid := creds.tokenTenant(tenant)
+	tok, exp, err := s.Issuer.Issue(BaseURL(r)+"/"+tid+"/", tid, cl.ClientID, cl.objectID(), resource)
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", 0, err.Error())
 		return

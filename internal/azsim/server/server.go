@@ -116,7 +116,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 
 	s.mw = middleware.New(s.engine, middleware.Options{
-		Authorize: issuer.Authorize,
+		Authorize: s.identity.Authorize,
 		Latency:   opts.Latency,
 		Throttle:  *opts.Throttle,
 		Seed:      opts.FaultSeed,
@@ -265,7 +265,7 @@ func (s *Server) mainHandler() http.Handler {
 
 func (s *Server) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.identity.Issuer.Authorize(r); err != nil {
+		if err := s.identity.Authorize(r); err != nil {
 			var ae *identity.AuthError
 			if errors.As(err, &ae) {
 				ae.WriteTo(w)
