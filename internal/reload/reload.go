@@ -91,6 +91,7 @@ func (c *Cloud) Wrap(ctors map[string]app.ControllerInitFuncConstructor) map[str
 					defer c.restart.Unlock()
 					gen := c.generationContext(ctx)
 					cc = leaderScoped(cc)
+					leaderScopeConfig(cfg, cc.Stop)
 					c.started = append(c.started, &started{name: name, ctor: ctor, cfg: cfg, cc: cc})
 					return ctor.Constructor(ic, cfg, c)(gen, cc)
 				}
@@ -109,6 +110,19 @@ func leaderScoped(cc genericcontrollermanager.ControllerContext) genericcontroll
 	}
 	cc.InformerFactory = leaderScopedFactory{SharedInformerFactory: cc.InformerFactory, stop: cc.Stop}
 	return cc
+}
+
+// leaderScopeConfig does the same for the app's shared informers (the factory the standard
+// controllers, and the project's through controllers.Context.Informers, take their caches from).
+// The app starts that factory with the same stop channel.
+func leaderScopeConfig(cfg *cloudcontrollerconfig.CompletedConfig, stop <-chan struct{}) {
+	if cfg == nil || cfg.SharedInformers == nil {
+		return
+	}
+	if _, ok := cfg.SharedInformers.(leaderScopedFactory); ok {
+		return
+	}
+	cfg.SharedInformers = leaderScopedFactory{SharedInformerFactory: cfg.SharedInformers, stop: stop}
 }
 
 type leaderScopedFactory struct {

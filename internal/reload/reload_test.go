@@ -116,19 +116,25 @@ func TestControllersCannotStopSharedInformers(t *testing.T) {
 	rec := &startRecorder{SharedInformerFactory: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)}
 	leader := make(chan struct{})
 	ctors := c.Wrap(map[string]app.ControllerInitFuncConstructor{"x": {
-		Constructor: func(app.ControllerInitContext, *cloudcontrollerconfig.CompletedConfig, cloudprovider.Interface) app.InitFunc {
+		Constructor: func(_ app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, _ cloudprovider.Interface) app.InitFunc {
 			return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
 				cc.InformerFactory.Start(ctx.Done())
+				cfg.SharedInformers.Start(ctx.Done())
 				return nil, true, nil
 			}
 		},
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, _, err := ctors["x"].Constructor(app.ControllerInitContext{}, nil, c)(ctx, genericcontrollermanager.ControllerContext{InformerFactory: rec, Stop: leader}); err != nil {
+	appShared := &startRecorder{SharedInformerFactory: informers.NewSharedInformerFactory(kubefake.NewClientset(), 0)}
+	cfg := (&cloudcontrollerconfig.Config{SharedInformers: appShared, LoopbackClientConfig: &restclient.Config{}}).Complete()
+	if _, _, err := ctors["x"].Constructor(app.ControllerInitContext{}, cfg, c)(ctx, genericcontrollermanager.ControllerContext{InformerFactory: rec, Stop: leader}); err != nil {
 		t.Fatal(err)
 	}
 	if rec.got != (<-chan struct{})(leader) {
-		t.Error("the factory was started with the controller's context, not the leadership's stop channel")
+		t.Error("the controller context's factory was started with the controller's context, not the leadership's stop channel")
+	}
+	if appShared.got != (<-chan struct{})(leader) {
+		t.Error("the app's shared factory was started with the controller's context, not the leadership's stop channel")
 	}
 }
