@@ -85,7 +85,7 @@ main() {
   # Non-default branches must lint and validate too.
   local alt=(--set ccm.replicas=1,ccm.antiAffinity=preferred,ccm.configureCloudRoutes=true,ccm.clusterCIDR=10.244.0.0/16
     --set ccm.allocateNodeCIDRs=true,nodeManager.useInstanceMetadata=false,nodeManager.waitRoutes=true
-    --set nodeManager.windows.enabled=false,cloudConfig.create=false,ccm.extraArgs[0]=--kube-api-qps=50
+    --set nodeManager.windows.enabled=false,cloudConfig.create=false,cloudConfig.dynamicReloading=true,ccm.extraArgs[0]=--kube-api-qps=50
     --set ccm.env[0].name=HTTPS_PROXY,ccm.env[0].value=http://proxy:3128,ccm.podAnnotations.a=b
     --set diskProvisioner.enabled=true,diskProvisioner.additionalProvisionerNames[0]=kubernetes.io/azure-disk)
   log "helm lint"

@@ -20,9 +20,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
+	"github.com/azure-ccm/azure-ccm/internal/reload"
 )
 
 // defaultConcurrentServiceSyncs replaces the upstream default of --concurrent-service-syncs (1).
@@ -53,11 +55,13 @@ func main() {
 	// Register the ARM metrics with the legacy registry served on /metrics.
 	arm.DefaultMetrics()
 
-	w := &wiring{}
+	w := &wiring{served: reload.New(nil)}
 	initializers, err := controllers.Initializers(w.controllers())
 	if err != nil {
 		klog.Fatalf("controllers: %v", err)
 	}
+	// Every controller runs so that a cloud config reload can restart it on the new provider.
+	initializers = w.served.Wrap(initializers)
 	cmd := app.NewCloudControllerManagerCommand(opts, w.initCloud, initializers,
 		names.CCMControllerAliases(), w.flags(), wait.NeverStop)
 	cmd.Use = "azure-cloud-controller-manager"
@@ -82,6 +86,14 @@ func (w *wiring) flags() cliflag.NamedFlagSets {
 		"services the drift audit checks and repairs at once")
 	// The existing provider's node-ipam flags; --allocate-node-cidrs, --cluster-cidr and
 	// --cidr-allocator-type are the cloud-provider app's own (generic flags).
+	// The existing provider's cloud config source flags.
+	src := fss.FlagSet("cloud config")
+	src.StringVar(&w.source.Name, "cloud-config-secret-name", cloudconfig.DefaultSecretName,
+		"Secret holding azure.json under --cloud-config-key: the only source without --cloud-config, merged over the file with cloudConfigType merge (the default), the only one with cloudConfigType secret")
+	src.StringVar(&w.source.Namespace, "cloud-config-secret-namespace", cloudconfig.DefaultSecretNamespace, "namespace of --cloud-config-secret-name")
+	src.StringVar(&w.source.Key, "cloud-config-key", cloudconfig.SecretKey, "key of the Secret's data holding azure.json")
+	src.BoolVar(&w.dynamicReloading, "enable-dynamic-reloading", false,
+		"watch the cloud config file and Secret; a valid change restarts the cloud provider and its controllers in-process (leadership kept), an invalid one is refused with an event on the Secret and the running configuration stays")
 	ipamFS := fss.FlagSet("node ipam controller")
 	ipamFS.StringVar(&w.ipam.ServiceCIDR, "service-cluster-ip-range", "",
 		"CIDR range(s) of Services (one, or an IPv4 and an IPv6 one separated by a comma). Node pod CIDRs overlapping it are never assigned. Used with --allocate-node-cidrs.")

@@ -21,6 +21,7 @@ import (
 	cmconfig "k8s.io/controller-manager/config"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
@@ -44,6 +45,7 @@ func planCommand(w *wiring, controllerNames []string) *cobra.Command {
 	}
 	opts.KubeCloudShared.CloudProvider.Name = provider.ProviderName
 	output := "text"
+	flagsOf := &wiring{}
 	timeout := 5 * time.Minute
 	cmd := &cobra.Command{
 		Use:   "plan [flags of the CCM]",
@@ -74,7 +76,7 @@ the plan could not be made.`,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			pending, err := runPlan(ctx, opts, controllerNames, output, cmd.OutOrStdout())
+			pending, err := runPlan(ctx, opts, flagsOf.source, controllerNames, output, cmd.OutOrStdout())
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
@@ -89,9 +91,9 @@ the plan could not be made.`,
 	for _, f := range opts.Flags(controllerNames, app.ControllersDisabledByDefault.List(), names.CCMControllerAliases(), nil, nil).FlagSets {
 		fs.AddFlagSet(f)
 	}
-	// The CCM's own flags are accepted (and ignored: they change no plan) so that the
-	// Deployment's arguments can be pasted.
-	for _, f := range (&wiring{}).flags().FlagSets {
+	// The CCM's own flags are accepted so that the Deployment's arguments can be pasted. Only
+	// the cloud config source flags change the plan (azure.json is read as the CCM reads it).
+	for _, f := range flagsOf.flags().FlagSets {
 		fs.AddFlagSet(f)
 	}
 	pf := cmd.Flags()
@@ -102,7 +104,7 @@ the plan could not be made.`,
 }
 
 // runPlan makes the plan and prints it; pending reports whether anything is to be written.
-func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, controllerNames []string, output string, out io.Writer) (bool, error) {
+func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, src cloudconfig.Source, controllerNames []string, output string, out io.Writer) (bool, error) {
 	if errs := o.Generic.Validate(controllerNames, app.ControllersDisabledByDefault.List(), names.CCMControllerAliases()); len(errs) > 0 {
 		return false, errors.Join(errs...)
 	}
@@ -117,17 +119,6 @@ func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, cont
 	if shared.CloudProvider.Name != provider.ProviderName {
 		return false, fmt.Errorf("--cloud-provider %q is unknown (this binary serves %q)", shared.CloudProvider.Name, provider.ProviderName)
 	}
-	if shared.CloudProvider.CloudConfigFile == "" {
-		return false, errors.New("--cloud-config is required")
-	}
-	data, err := os.ReadFile(shared.CloudProvider.CloudConfigFile)
-	if err != nil {
-		return false, err
-	}
-	cloud, err := provider.NewFromBytes(ctx, data, provider.Options{})
-	if err != nil {
-		return false, err
-	}
 	rc, err := clientcmd.BuildConfigFromFlags(o.Master, o.Generic.ClientConnection.Kubeconfig)
 	if err != nil {
 		return false, fmt.Errorf("kubeconfig: %w", err)
@@ -135,6 +126,16 @@ func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, cont
 	rc.QPS, rc.Burst = o.Generic.ClientConnection.QPS, int(o.Generic.ClientConnection.Burst)
 	rc.UserAgent = "azure-cloud-controller-manager-plan"
 	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return false, err
+	}
+	// azure.json from the same sources as the CCM: the file, the Secret, or both.
+	src.File, src.Kube = shared.CloudProvider.CloudConfigFile, kube
+	loaded, err := src.Load(ctx)
+	if err != nil {
+		return false, err
+	}
+	cloud, err := provider.NewFromBytes(ctx, loaded.Data, provider.Options{})
 	if err != nil {
 		return false, err
 	}

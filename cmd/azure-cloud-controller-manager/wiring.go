@@ -2,7 +2,8 @@ package main
 
 import (
 	"context"
-	"os"
+	"fmt"
+	"sync"
 	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/controller-manager/controller"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
@@ -25,6 +27,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
+	"github.com/azure-ccm/azure-ccm/internal/reload"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway"
 )
 
@@ -41,45 +44,114 @@ type wiring struct {
 	auditWorkers int
 	// ipam holds the node-ipam flags the CCM adds (the rest are the app's).
 	ipam ipam.Flags
+	// source is where azure.json comes from (--cloud-config, --cloud-config-secret-*), and
+	// dynamicReloading --enable-dynamic-reloading.
+	source           cloudconfig.Source
+	dynamicReloading bool
 
-	cfg   *cloudcontrollerconfig.CompletedConfig
-	cloud *provider.Cloud
+	cfg *cloudcontrollerconfig.CompletedConfig
+	// served is what the cloud-provider app and its controllers get: it delegates to cloud
+	// and restarts the controllers when a reload replaces cloud.
+	served *reload.Cloud
+	mu     sync.Mutex
+	cloud  *provider.Cloud
 	// parts is the node-based load balancer implementation (nil in service-gateway mode, or
 	// when it could not be built); buildOpts what it was built from.
 	parts     *loadbalancer.Parts
 	buildOpts loadbalancer.BuildOptions
 }
 
-// initCloud prepares the provider: azure.json is read and checked without any network call,
-// and a mistake is fatal with the offending key named. Login and the first ARM calls happen in
-// the provider's Initialize, after the secure port serves, and are retried with backoff there.
+// initCloud prepares the provider from the cloud config's sources (file, Secret or both, as
+// cloudConfigType says) without any ARM call: a mistake is fatal with the offending key named.
+// Login and the first ARM calls happen in the provider's Initialize, after the secure port
+// serves, and are retried with backoff there. With --enable-dynamic-reloading a watcher applies
+// every valid change of the sources through reloadCloud.
 func (w *wiring) initCloud(c *cloudcontrollerconfig.CompletedConfig) cloudprovider.Interface {
 	w.cfg = c
 	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
 	if cc.Name != provider.ProviderName {
 		klog.Fatalf("Cloud provider %q is unknown (this binary serves %q)", cc.Name, provider.ProviderName)
 	}
-	if cc.CloudConfigFile == "" {
-		klog.Fatalf("--cloud-config is required for the %s provider", provider.ProviderName)
-	}
-	f, err := os.Open(cc.CloudConfigFile)
+	src := w.source
+	src.File, src.Kube = cc.CloudConfigFile, c.Client
+	ctx := context.Background()
+	loaded, err := src.Load(ctx)
 	if err != nil {
 		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
 	}
-	data, err := config.ReadLimited(f, config.MaxFileSize)
-	f.Close()
+	klog.InfoS("Cloud config read", "origin", loaded.Origin, "cloudConfigType", loaded.Type)
+	cloud, err := w.newCloud(loaded, false)
 	if err != nil {
-		klog.Fatalf("Cloud provider %q could not be initialized: invalid cloud config: %v", cc.Name, err)
+		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
 	}
-	cloud, err := provider.PrepareFromBytes(data, provider.Options{
+	w.setCloud(cloud)
+	if err := w.served.Replace(cloud); err != nil {
+		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
+	}
+	if w.dynamicReloading {
+		cloudconfig.RegisterMetrics()
+		watcher := &cloudconfig.Watcher{Source: src, Apply: w.reloadCloud, Recorder: c.EventRecorder,
+			WatchSecret: src.File == "" || loaded.Type != cloudconfig.TypeFile}
+		go watcher.Run(ctx, loaded.Data)
+	}
+	return w.served
+}
+
+// reloadStartTimeout bounds the start of the provider of a new configuration (login, zones): a
+// configuration that cannot log in is refused, not retried forever.
+const reloadStartTimeout = 2 * time.Minute
+
+// newCloud prepares a provider on a loaded configuration (no ARM call). A reload's provider
+// gets the shared informers the first one already trimmed and started.
+func (w *wiring) newCloud(l cloudconfig.Loaded, reload bool) (*provider.Cloud, error) {
+	return provider.PrepareFromBytes(l.Data, provider.Options{
 		DisableWriteMerging: w.disableWriteMerging,
 		LoadBalancer:        w.buildLoadBalancer,
+		InformersTrimmed:    reload,
 	})
-	if err != nil {
-		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
+}
+
+// reloadCloud starts a provider on a new configuration and, once it is up, makes it the one
+// served: the controllers restart on it under the same leadership. An error before the swap
+// leaves the running provider and controllers as they are.
+func (w *wiring) reloadCloud(ctx context.Context, l cloudconfig.Loaded) error {
+	// Checked here too, not only when the load balancer is built: a controller must not be
+	// stopped for a configuration that its load balancer would refuse.
+	if err := config.ValidateMultiSLBClusterName(l.Config, w.cfg.ComponentConfig.KubeCloudShared.ClusterName); err != nil {
+		return err
 	}
-	w.cloud = cloud
-	return cloud
+	next, err := w.newCloud(l, true)
+	if err != nil {
+		return err
+	}
+	// Started here, bounded, not in Initialize as at start-up: a configuration that cannot log
+	// in must be refused while the running provider and controllers still serve.
+	sctx, cancel := context.WithTimeout(ctx, reloadStartTimeout)
+	defer cancel()
+	if err := next.Start(sctx); err != nil {
+		return fmt.Errorf("starting the cloud provider: %w", err)
+	}
+	w.setCloud(next)
+	if err := w.served.Replace(next); err != nil {
+		// The controllers already stopped and some did not start again: neither the old nor
+		// the new configuration is fully served. Exit, as the app does when a controller fails
+		// to start, so that the kubelet restarts the CCM on the new configuration.
+		klog.Fatalf("Cloud config reload: the new provider is in place but controllers failed to start on it: %v", err)
+	}
+	return nil
+}
+
+func (w *wiring) setCloud(c *provider.Cloud) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cloud = c
+}
+
+// provider is the provider in use.
+func (w *wiring) provider() *provider.Cloud {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cloud
 }
 
 // enabled reports whether a controller is on in --controllers.
@@ -129,7 +201,7 @@ func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.L
 // nodeLoadBalancer builds the load balancer implementation if no controller did yet, and
 // returns its parts (nil when there is no node-based one).
 func (w *wiring) nodeLoadBalancer() *loadbalancer.Parts {
-	if _, ok := w.cloud.LoadBalancer(); !ok {
+	if _, ok := w.provider().LoadBalancer(); !ok {
 		return nil
 	}
 	return w.parts
@@ -154,12 +226,13 @@ func (w *wiring) auditor() (driftaudit.Auditor, error) {
 func (w *wiring) controllers() []controllers.Controller {
 	return []controllers.Controller{
 		{Name: adminstate.Name, ClientName: "admin-state-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
-			cfg := w.cloud.Config
+			cloud := w.provider()
+			cfg := cloud.Config
 			return adminstate.Start(ctx, cc, adminstate.Deps{Enabled: cfg.AdminStateEnabled(), NodePools: w.nodeLoadBalancer() != nil,
-				LoadBalancers: w.cloud.Writers.LoadBalancers, LoadBalancerIDs: plan.LoadBalancerIDs(cfg, cc.ClusterName())})
+				LoadBalancers: cloud.Writers.LoadBalancers, LoadBalancerIDs: plan.LoadBalancerIDs(cfg, cc.ClusterName())})
 		}},
 		{Name: localpools.Name, ClientName: "local-pools-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
-			d := localpools.Deps{Interval: time.Duration(w.cloud.Config.LoadBalancerBackendPoolUpdateIntervalInSeconds) * time.Second}
+			d := localpools.Deps{Interval: time.Duration(w.provider().Config.LoadBalancerBackendPoolUpdateIntervalInSeconds) * time.Second}
 			if p := w.nodeLoadBalancer(); p != nil {
 				d.Placer = p.Placer
 			}
@@ -176,11 +249,13 @@ func (w *wiring) controllers() []controllers.Controller {
 			return nodeipam.Start(ctx, cc, nodeipam.Deps{Allocate: shared.AllocateNodeCIDRs, Flags: f})
 		}},
 		{Name: pvzones.Name, ClientName: "pv-zone-labels-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
-			return pvzones.Start(ctx, cc, pvzones.Deps{Disks: disks.NewClient(w.cloud.Clients), Location: w.cloud.Config.Location})
+			cloud := w.provider()
+			return pvzones.Start(ctx, cc, pvzones.Deps{Disks: disks.NewClient(cloud.Clients), Location: cloud.Config.Location})
 		}},
 		{Name: sgcontroller.Name, ClientName: "service-gateway-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
-			return sgcontroller.Start(ctx, cc, sgcontroller.Deps{Config: w.cloud.Config, Network: w.cloud.Clients.Network,
-				PollFrequency: w.cloud.Clients.PollFrequency})
+			cloud := w.provider()
+			return sgcontroller.Start(ctx, cc, sgcontroller.Deps{Config: cloud.Config, Network: cloud.Clients.Network,
+				PollFrequency: cloud.Clients.PollFrequency})
 		}},
 	}
 }

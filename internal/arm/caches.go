@@ -102,7 +102,7 @@ func newCaches(c *Clients, cfg *config.Config, now func() time.Time) *Caches {
 	}
 	caches.PrivateLinkServices = NewPrivateLinkServiceCache(c.Network, ttl(cfg.PlsCacheTTLInSeconds, off), now, m)
 	caches.NetworkPublicIPs = caches.PublicIPs
-	if !strings.EqualFold(cfg.NetworkSubscriptionID(), cfg.SubscriptionID) {
+	if !strings.EqualFold(cfg.NetworkSubscriptionID(), cfg.SubscriptionID) || CrossTenant(cfg) {
 		caches.NetworkPublicIPs = NewPublicIPCache("networkpublicips", c.Network, ttl(cfg.PublicIPCacheTTLInSeconds, off), now, m)
 	}
 	return caches

@@ -28,6 +28,8 @@ const ProvidersAPIVersion = "2021-04-01"
 type Options struct {
 	// Credential replaces the one built from the configuration.
 	Credential azcore.TokenCredential
+	// NetworkCredential replaces the one built for networkResourceTenantID.
+	NetworkCredential azcore.TokenCredential
 	// Transport is the HTTP client for ARM and for login (e.g. one that trusts azsim's CA).
 	Transport policy.Transporter
 	// Environment replaces ResolveEnvironment (which may fetch the metadata document).
@@ -150,17 +152,32 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 		DisableRPRegistration: true,
 	}
 
+	// Network resources in another tenant (networkResourceTenantID): network calls log in
+	// there and carry a token of the cluster's tenant, the cluster's calls the reverse, so that
+	// ARM accepts links between the two (pools and NICs, subnets and NICs).
+	netCred, netOpts, clusterOpts := c.Credential, base.Clone(), base.Clone()
+	if CrossTenant(cfg) {
+		netCred = o.NetworkCredential
+		if netCred == nil {
+			var err error
+			if netCred, err = NetworkTenantCredential(cfg, env, o.Transport); err != nil {
+				return nil, err
+			}
+		}
+		netOpts = withAuxiliary(base, c.Credential, env.TokenAudience, cfg.TenantID)
+		clusterOpts = withAuxiliary(base, netCred, env.TokenAudience, cfg.NetworkResourceTenantID)
+	}
 	var err error
-	if c.Network, err = armnetwork.NewClientFactory(cfg.NetworkSubscriptionID(), c.Credential, base.Clone()); err != nil {
+	if c.Network, err = armnetwork.NewClientFactory(cfg.NetworkSubscriptionID(), netCred, netOpts); err != nil {
 		return nil, fmt.Errorf("network client: %w", err)
 	}
 	c.NodeNetwork = c.Network
-	if !strings.EqualFold(cfg.NetworkSubscriptionID(), cfg.SubscriptionID) {
-		if c.NodeNetwork, err = armnetwork.NewClientFactory(cfg.SubscriptionID, c.Credential, base.Clone()); err != nil {
+	if !strings.EqualFold(cfg.NetworkSubscriptionID(), cfg.SubscriptionID) || CrossTenant(cfg) {
+		if c.NodeNetwork, err = armnetwork.NewClientFactory(cfg.SubscriptionID, c.Credential, clusterOpts.Clone()); err != nil {
 			return nil, fmt.Errorf("node network client: %w", err)
 		}
 	}
-	if c.Compute, err = armcompute.NewClientFactory(cfg.SubscriptionID, c.Credential, base.Clone()); err != nil {
+	if c.Compute, err = armcompute.NewClientFactory(cfg.SubscriptionID, c.Credential, clusterOpts.Clone()); err != nil {
 		return nil, fmt.Errorf("compute client: %w", err)
 	}
 	popts := base.Clone()

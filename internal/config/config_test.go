@@ -223,6 +223,7 @@ func TestValidateNamesOffendingKey(t *testing.T) {
 		{"sp without tenant", `{` + base + `,"aadClientId":"c","aadClientSecret":"x"}`, []string{"tenantId: is required"}},
 		{"wi without file", `{` + base + `,"tenantId":"t","aadClientId":"c","useFederatedWorkloadIdentityExtension":true}`, []string{"aadFederatedTokenFile: is required"}},
 		{"uami without mi", `{` + base + `,"userAssignedIdentityID":"abc"}`, []string{`userAssignedIdentityID: "abc"`}},
+		{"network tenant with managed identity", `{` + base + `,"useManagedIdentityExtension":true,"tenantId":"a","networkResourceTenantID":"b"}`, []string{`networkResourceTenantID: "b" needs a login that works in both tenants`}},
 		{"rm endpoint", `{` + base + `,"resourceManagerEndpoint":"ftp://x"}`, []string{`resourceManagerEndpoint: "ftp://x" must be an https:// URL`}},
 		{"rm endpoint http", `{` + base + `,"resourceManagerEndpoint":"http://127.0.0.1:8080/"}`, []string{`resourceManagerEndpoint: "http://127.0.0.1:8080/" must be an https:// URL`}},
 		{"rm endpoint no host", `{` + base + `,"resourceManagerEndpoint":"https:///x"}`, []string{`resourceManagerEndpoint: "https:///x" has no host`}},

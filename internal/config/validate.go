@@ -136,6 +136,12 @@ func Validate(c *Config) error {
 	if c.UseFederatedWorkloadIdentityExtension && c.AADFederatedTokenFile == "" {
 		bad("aadFederatedTokenFile", "is required with useFederatedWorkloadIdentityExtension (or set AZURE_FEDERATED_TOKEN_FILE)")
 	}
+	// A managed identity lives in one tenant; the existing provider's way around that, a token
+	// kept in Key Vault (auxiliaryTokenProvider), is not supported.
+	if c.NetworkResourceTenantID != "" && !strings.EqualFold(c.NetworkResourceTenantID, c.TenantID) &&
+		c.UseManagedIdentityExtension && !c.UseFederatedWorkloadIdentityExtension {
+		bad("networkResourceTenantID", "%q needs a login that works in both tenants (client secret, certificate or workload identity), not a managed identity", c.NetworkResourceTenantID)
+	}
 	if c.UserAssignedIdentityID != "" && !c.UseManagedIdentityExtension {
 		bad("userAssignedIdentityID", "%s is set but useManagedIdentityExtension is false", Quote(c.UserAssignedIdentityID))
 	}

@@ -70,6 +70,10 @@ type Options struct {
 	// Fatal is called by Initialize when start-up meets a configuration mistake (default: log it
 	// and exit with status 1).
 	Fatal func(error)
+	// InformersTrimmed says the shared informers SetInformers gets already drop what the CCM
+	// never reads: a provider replacing another on a cloud config reload gets the running
+	// informers the first one trimmed (a running informer refuses a transform).
+	InformersTrimmed bool
 }
 
 // Cloud is the Azure cloud provider.
@@ -323,11 +327,13 @@ func (c *Cloud) zoneRefresher(stop <-chan struct{}) {
 // and service caches of what the CCM never reads (internal/trim).
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.informers = f
-	if err := trim.Set(f.Core().V1().Nodes().Informer(), true); err != nil {
-		klog.ErrorS(err, "Node cache not trimmed")
-	}
-	if err := trim.Set(f.Core().V1().Services().Informer(), false); err != nil {
-		klog.ErrorS(err, "Service cache not trimmed")
+	if !c.opts.InformersTrimmed {
+		if err := trim.Set(f.Core().V1().Nodes().Informer(), true); err != nil {
+			klog.ErrorS(err, "Node cache not trimmed")
+		}
+		if err := trim.Set(f.Core().V1().Services().Informer(), false); err != nil {
+			klog.ErrorS(err, "Service cache not trimmed")
+		}
 	}
 	if !c.Started() {
 		return

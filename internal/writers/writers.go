@@ -53,6 +53,8 @@ type Options struct {
 	CacheTTL time.Duration
 	// RouteTableCacheTTL of the route table model (default 120s).
 	RouteTableCacheTTL time.Duration
+	// SecurityGroupCacheTTL of the NSG model (default 120s).
+	SecurityGroupCacheTTL time.Duration
 	// RouteGather is how long a route table batch waits for more node changes when the table
 	// is cached (default 200ms): the route controller creates a node's route alone, and nodes
 	// join in waves.
@@ -69,8 +71,8 @@ type Options struct {
 const sharedWriteGather = 100 * time.Millisecond
 
 // OptionsFor derives the cache lifetimes from azure.json: loadBalancerCacheTTLInSeconds for
-// every model but the route table (routeTableCacheTTLInSeconds); disableAPICallCache turns both
-// off.
+// every model but the route table (routeTableCacheTTLInSeconds) and the NSG
+// (nsgCacheTTLInSeconds); disableAPICallCache turns all of them off.
 func OptionsFor(cfg *config.Config) Options {
 	o := Options{}
 	if s := cfg.LoadBalancerCacheTTLInSeconds; s > 0 {
@@ -79,8 +81,11 @@ func OptionsFor(cfg *config.Config) Options {
 	if s := cfg.RouteTableCacheTTLInSeconds; s > 0 {
 		o.RouteTableCacheTTL = time.Duration(s) * time.Second
 	}
+	if s := cfg.NsgCacheTTLInSeconds; s > 0 {
+		o.SecurityGroupCacheTTL = time.Duration(s) * time.Second
+	}
 	if cfg.DisableAPICallCache {
-		o.CacheTTL, o.RouteTableCacheTTL = -1, -1
+		o.CacheTTL, o.RouteTableCacheTTL, o.SecurityGroupCacheTTL = -1, -1, -1
 	}
 	return o
 }
@@ -99,7 +104,7 @@ func New(o Options) *Set {
 		}
 		return d
 	}
-	cacheTTL, routeTTL := ttl(o.CacheTTL), ttl(o.RouteTableCacheTTL)
+	cacheTTL, routeTTL, nsgTTL := ttl(o.CacheTTL), ttl(o.RouteTableCacheTTL), ttl(o.SecurityGroupCacheTTL)
 	if o.RouteGather == 0 {
 		o.RouteGather = 200 * time.Millisecond
 	}
@@ -117,7 +122,7 @@ func New(o Options) *Set {
 		SecurityGroups: writer.NewRegistry(func(id string) writer.Store[armnetwork.SecurityGroup] {
 			return &azstore.SecurityGroup{Client: net.NewSecurityGroupsClient(), ResourceGroup: azureid.ResourceGroup(id),
 				Name: azureid.Name(id), PollFrequency: poll}
-		}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: cacheTTL, MaxBatch: maxBatch, Gather: gather}),
+		}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: nsgTTL, MaxBatch: maxBatch, Gather: gather}),
 		PublicIPs: writer.NewRegistry(func(id string) writer.Store[armnetwork.PublicIPAddress] {
 			return &azstore.PublicIP{Client: net.NewPublicIPAddressesClient(), ResourceGroup: azureid.ResourceGroup(id),
 				Name: azureid.Name(id), PollFrequency: poll}

@@ -1,0 +1,118 @@
+package cloudconfig
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestResolve(t *testing.T) {
+	file := []byte(`{"subscriptionId": "s", "loadBalancerSku": "standard", "tags": "a=1"}`)
+	secret := []byte("LoadBalancerSku: service\ntags: a=2\n")
+	for _, c := range []struct {
+		name       string
+		in         Input
+		wantType   string
+		wantSecret bool
+		want       map[string]any // decoded result; nil when an error is expected
+		wantErr    string
+	}{
+		{"no file: the Secret", Input{Secret: secret, HasSecret: true}, TypeSecret, true,
+			map[string]any{"LoadBalancerSku": "service", "tags": "a=2"}, ""},
+		{"no file, no Secret", Input{SecretName: "kube-system/azure-cloud-provider"}, TypeSecret, false, nil, "does not exist"},
+		{"merge is the default: Secret keys win, case-insensitively", Input{File: file, HasFile: true, Secret: secret, HasSecret: true}, TypeMerge, true,
+			map[string]any{"subscriptionId": "s", "LoadBalancerSku": "service", "tags": "a=2"}, ""},
+		{"merge without a Secret: the file", Input{File: file, HasFile: true}, TypeMerge, false,
+			map[string]any{"subscriptionId": "s", "loadBalancerSku": "standard", "tags": "a=1"}, ""},
+		{"file ignores the Secret", Input{File: []byte(`{"cloudConfigType": "File", "tags": "a=1"}`), HasFile: true, Secret: secret, HasSecret: true}, TypeFile, false,
+			map[string]any{"cloudConfigType": "File", "tags": "a=1"}, ""},
+		{"secret ignores the file", Input{File: []byte(`cloudConfigType: secret`), HasFile: true, Secret: secret, HasSecret: true}, TypeSecret, true,
+			map[string]any{"LoadBalancerSku": "service", "tags": "a=2"}, ""},
+		{"secret without a Secret", Input{File: []byte(`cloudConfigType: secret`), HasFile: true, SecretName: "ns/n"}, TypeSecret, false, nil, `cloudConfigType: "secret" needs Secret ns/n`},
+		{"unknown type names the key", Input{File: []byte(`{"cloudConfigType": "vault"}`), HasFile: true}, "", false, nil, `cloudConfigType: "vault" is not one of file, secret, merge`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, typ, usedSecret, err := Resolve(c.in)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if typ != c.wantType || usedSecret != c.wantSecret {
+				t.Errorf("type %q secret %v, want %q %v", typ, usedSecret, c.wantType, c.wantSecret)
+			}
+			got := map[string]any{}
+			if err := yamlToMap(data, got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("data = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func yamlToMap(b []byte, m map[string]any) error {
+	raw, err := topLevel(b, "result")
+	if err != nil {
+		return err
+	}
+	for k, v := range raw {
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return err
+		}
+		m[k] = x
+	}
+	return nil
+}
+
+const minimal = `{"subscriptionId": "sub", "resourceGroup": "rg", "location": "westeurope", "useManagedIdentityExtension": true`
+
+func TestLoadSecretOverFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "azure.json")
+	if err := os.WriteFile(file, []byte(minimal+`, "tags": "env=file"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultSecretNamespace, Name: DefaultSecretName},
+		Data: map[string][]byte{SecretKey: []byte(`{"tags": "env=secret"}`)}}
+	src := Source{File: file, Namespace: DefaultSecretNamespace, Name: DefaultSecretName, Kube: fake.NewClientset(sec)}
+	l, err := src.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Config.Tags != "env=secret" || l.Secret == nil || l.Type != TypeMerge {
+		t.Errorf("tags %q secret %v type %q: want the Secret's tags in merge mode", l.Config.Tags, l.Secret != nil, l.Type)
+	}
+	if !strings.Contains(l.Origin, "file ") || !strings.Contains(l.Origin, "secret kube-system/azure-cloud-provider") {
+		t.Errorf("origin %q", l.Origin)
+	}
+
+	// An invalid Secret is refused with the key named, and the Secret returned for the event.
+	sec.Data[SecretKey] = []byte(`{"loadBalancerSku": "Premium"}`)
+	src.Kube = fake.NewClientset(sec)
+	l, err = src.Load(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `loadBalancerSku: "Premium"`) || l.Secret == nil {
+		t.Errorf("err = %v, secret %v: want the key named and the Secret", err, l.Secret != nil)
+	}
+
+	// A Secret without the key says which keys it has.
+	sec.Data = map[string][]byte{"azure.json": nil}
+	src.Kube = fake.NewClientset(sec)
+	if _, err := src.Load(context.Background()); err == nil || !strings.Contains(err.Error(), "has no key cloud-config (keys: azure.json)") {
+		t.Errorf("err = %v", err)
+	}
+}

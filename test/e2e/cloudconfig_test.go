@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework"
+)
+
+// TestCloudConfigSecretReload starts the CCM with its azure.json only in the Secret
+// kube-system/azure-cloud-provider and --enable-dynamic-reloading, under leader election.
+// Editing the Secret (a load balancer setting and a tag) reaches Azure without a restart of the
+// process and without a leadership change; an invalid edit is refused with an event on the
+// Secret naming the key, and the running configuration stays.
+func TestCloudConfigSecretReload(t *testing.T) {
+	nodesRequireBinary(t, framework.CCMBinaryName)
+	e := framework.Start(t, framework.Options{Topology: lbTopology()})
+	ctx := context.Background()
+
+	doc := e.Azure.CloudConfig()
+	doc["tags"] = "env=one"
+	secretData := func(d map[string]any) map[string][]byte {
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string][]byte{cloudconfig.SecretKey: b}
+	}
+	if _, err := e.Kube.CoreV1().Secrets(cloudconfig.DefaultSecretNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cloudconfig.DefaultSecretNamespace, Name: cloudconfig.DefaultSecretName},
+		Data:       secretData(doc),
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The file the framework wrote is not given: the Secret is the only source.
+	if err := os.Remove(e.CloudConfigPath); err != nil {
+		t.Fatal(err)
+	}
+	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
+	e.StartCCM("--cloud-config=", "--enable-dynamic-reloading=true", "--leader-elect=true",
+		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s")
+	for _, m := range e.Machines {
+		e.WaitFor("node "+m.NodeName+" initialized", e.NodeInitialized(m.NodeName), lbWait)
+	}
+	f, err := lbARMClient(e.Azure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lbEnv{Env: e, t: t, net: f, rg: e.Azure.ResourceGroup, ns: "default"}
+
+	svc := l.create(lbService("web", nil))
+	l.waitIP("web")
+	svcLB := naming.ServiceLBName(svc.UID)
+	// lbSettings is what the two edited keys set: the LB's env tag and the service rules'
+	// disableOutboundSnat.
+	lbSettings := func(ctx context.Context) (tag string, snatOff []bool, err error) {
+		lb, err := l.net.NewLoadBalancersClient().Get(ctx, l.rg, lbCluster, nil)
+		if err != nil {
+			return "", nil, err
+		}
+		if v := lb.Tags["env"]; v != nil {
+			tag = *v
+		}
+		for _, r := range view(&lb.LoadBalancer, svcLB).Rules {
+			snatOff = append(snatOff, r.Properties.DisableOutboundSnat != nil && *r.Properties.DisableOutboundSnat)
+		}
+		return tag, snatOff, nil
+	}
+	want := func(tag string, snatOff bool) framework.Condition {
+		return func(ctx context.Context) (bool, error) {
+			got, rules, err := lbSettings(ctx)
+			if err != nil {
+				return false, err
+			}
+			if got != tag || len(rules) == 0 {
+				return false, fmt.Errorf("LB tag env=%q, %d rules; want env=%q", got, len(rules), tag)
+			}
+			for _, r := range rules {
+				if r != snatOff {
+					return false, fmt.Errorf("rule disableOutboundSnat=%v, want %v", r, snatOff)
+				}
+			}
+			return true, nil
+		}
+	}
+	l.waitFor("LB tagged env=one, rules with outbound SNAT", want("one", false), lbWait)
+
+	lease := func() (string, int32) {
+		t.Helper()
+		le, err := e.Kube.CoordinationV1().Leases("kube-system").Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("lease: %v", err)
+		}
+		var holder string
+		var transitions int32
+		if le.Spec.HolderIdentity != nil {
+			holder = *le.Spec.HolderIdentity
+		}
+		if le.Spec.LeaseTransitions != nil {
+			transitions = *le.Spec.LeaseTransitions
+		}
+		return holder, transitions
+	}
+	holder, transitions := lease()
+	if holder == "" {
+		t.Fatal("the lease has no holder")
+	}
+	pid := e.CCM().PID()
+	editSecret := func(d map[string]any) {
+		t.Helper()
+		s, err := e.Kube.CoreV1().Secrets(cloudconfig.DefaultSecretNamespace).Get(ctx, cloudconfig.DefaultSecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data = secretData(d)
+		if _, err := e.Kube.CoreV1().Secrets(cloudconfig.DefaultSecretNamespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secretEvent := func(reason, mustContain string) framework.Condition {
+		return func(ctx context.Context) (bool, error) {
+			evs, err := e.Kube.CoreV1().Events(cloudconfig.DefaultSecretNamespace).List(ctx, metav1.ListOptions{
+				FieldSelector: "involvedObject.kind=Secret,involvedObject.name=" + cloudconfig.DefaultSecretName})
+			if err != nil {
+				return false, err
+			}
+			var seen []string
+			for _, ev := range evs.Items {
+				if ev.Reason == reason && strings.Contains(ev.Message, mustContain) {
+					t.Logf("event %s: %s", ev.Reason, ev.Message)
+					return true, nil
+				}
+				seen = append(seen, ev.Reason)
+			}
+			return false, fmt.Errorf("no %s event mentioning %q on the Secret (events: %v)", reason, mustContain, seen)
+		}
+	}
+
+	// A valid edit: a load balancer setting and a tag.
+	edited := time.Now()
+	doc["tags"] = "env=two"
+	doc["disableOutboundSNAT"] = true
+	editSecret(doc)
+	l.waitFor("LB tagged env=two, rules without outbound SNAT", want("two", true), lbWait)
+	t.Logf("valid edit in effect %s after the Secret update", time.Since(edited).Round(time.Millisecond))
+	l.waitFor("CloudConfigReloaded event", secretEvent(cloudconfig.ReasonReloaded, "secret kube-system/azure-cloud-provider"), lbWait)
+	assertSameLeaderAndProcess := func(when string) {
+		t.Helper()
+		h, tr := lease()
+		if h != holder || tr != transitions {
+			t.Errorf("%s: lease holder %q transitions %d, want %q %d (leadership changed)", when, h, tr, holder, transitions)
+		}
+		p := e.CCM()
+		if p == nil || p.PID() != pid {
+			t.Fatalf("%s: the CCM process changed", when)
+		}
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("%s: the CCM exited: %v", when, err)
+		}
+	}
+	assertSameLeaderAndProcess("after the valid edit")
+
+	// An invalid edit is refused: event naming the key, log line, the running config stays.
+	bad := map[string]any{}
+	for k, v := range doc {
+		bad[k] = v
+	}
+	bad["loadBalancerSku"] = "Premium"
+	bad["tags"] = "env=three"
+	editSecret(bad)
+	l.waitFor("CloudConfigInvalid event naming loadBalancerSku", secretEvent(cloudconfig.ReasonInvalid, `loadBalancerSku: "Premium"`), lbWait)
+	log, err := os.ReadFile(e.CCMLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`Cloud config change refused.*loadBalancerSku`).Match(log) {
+		t.Error("no log line refusing the change with the key named")
+	}
+	// The running configuration serves a new service as before: env=two, no outbound SNAT.
+	l.create(lbService("web2", nil, lbTCP(81)))
+	l.waitIP("web2")
+	l.waitFor("LB still tagged env=two, rules still without outbound SNAT", want("two", true), lbWait)
+	lb, err := l.net.NewLoadBalancersClient().Get(ctx, l.rg, lbCluster, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(view(&lb.LoadBalancer, naming.ServiceLBName(l.get("web2").UID)).Rules); n == 0 {
+		t.Error("web2 has no rule")
+	}
+	assertSameLeaderAndProcess("after the invalid edit")
+
+	metrics, err := e.CCMMetrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{`azure_ccm_cloud_config_reloads_total{result="success"} 1`, `azure_ccm_cloud_config_reloads_total{result="invalid"} 1`} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
