@@ -56,16 +56,30 @@ func ParseIPConfigID(id string) (Ref, error) {
 		return Ref{}, fmt.Errorf("not an ip configuration ID: %q", id)
 	}
 	nic := cfg.Parent
+	if cfg.Name == "" || nic.Name == "" {
+		return Ref{}, fmt.Errorf("not an ip configuration ID (a name is empty): %q", id)
+	}
 	r := Ref{ID: id, ResourceGroup: cfg.ResourceGroupName, NIC: nic.Name, IPConfig: cfg.Name}
-	// The owner keeps the casing of id (the parser canonicalises the fixed segments).
-	lower := strings.ToLower(id)
+	// The owner keeps the casing of id (the parser canonicalises the fixed segments). The
+	// parser is lenient with trailing and doubled slashes, so the segment is looked for, not
+	// assumed.
+	owner := func(segment string) (string, bool) {
+		i := strings.LastIndex(strings.ToLower(id), segment)
+		if i <= 0 {
+			return "", false
+		}
+		return id[:i], true
+	}
+	var ok bool
 	switch vm := nic.Parent; {
 	case strings.EqualFold(nic.ResourceType.String(), "Microsoft.Network/networkInterfaces"):
-		r.Kind, r.Owner = KindNIC, id[:strings.LastIndex(lower, "/ipconfigurations/")]
+		r.Kind = KindNIC
+		r.Owner, ok = owner("/ipconfigurations/")
 	case vm != nil && strings.EqualFold(vm.ResourceType.String(), "Microsoft.Compute/virtualMachineScaleSets/virtualMachines") && vm.Parent != nil:
 		r.Kind, r.ScaleSet, r.InstanceID = KindScaleSetVM, vm.Parent.Name, vm.Name
-		r.Owner = id[:strings.LastIndex(lower, "/networkinterfaces/")]
-	default:
+		r.Owner, ok = owner("/networkinterfaces/")
+	}
+	if !ok {
 		return Ref{}, fmt.Errorf("not a NIC or scale set VM ip configuration ID: %q", id)
 	}
 	return r, nil
