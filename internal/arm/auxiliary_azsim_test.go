@@ -43,13 +43,7 @@ func TestNetworkTenantAgainstAzsim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		envFile := sim.EnvironmentFile()
-		env, err := config.ResolveEnvironment(context.Background(), cfg, func(k string) string {
-			if k == config.EnvEnvironmentFile {
-				return envFile
-			}
-			return ""
-		}, nil)
+		env, err := config.ResolveEnvironment(context.Background(), cfg, sim.LookupEnvironmentFile, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

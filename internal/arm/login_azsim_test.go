@@ -96,13 +96,7 @@ func TestLoginMethodsAgainstAzsim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			envFile := sim.EnvironmentFile()
-			env, err := config.ResolveEnvironment(ctx, cfg, func(k string) string {
-				if k == config.EnvEnvironmentFile {
-					return envFile
-				}
-				return ""
-			}, nil)
+			env, err := config.ResolveEnvironment(ctx, cfg, sim.LookupEnvironmentFile, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,13 +135,7 @@ func TestLoginMethodsAgainstAzsim(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := config.Environment{}
-		envFile := sim.EnvironmentFile()
-		if env, err = config.ResolveEnvironment(context.Background(), cfg, func(k string) string {
-			if k == config.EnvEnvironmentFile {
-				return envFile
-			}
-			return ""
-		}, nil); err != nil {
+		if env, err = config.ResolveEnvironment(context.Background(), cfg, sim.LookupEnvironmentFile, nil); err != nil {
 			t.Fatal(err)
 		}
 		cred, _, err := arm.NewCredential(cfg, env, sim.HTTPClient())

@@ -74,13 +74,7 @@ func newIPCEnv(t *testing.T, topo *topology.Topology, cfgExtra string) *ipcEnv {
 	if cfgExtra == "" && cfg.LoadBalancerBackendPoolConfigurationType != config.BackendPoolNodeIPConfiguration {
 		t.Fatalf("default pool type %q", cfg.LoadBalancerBackendPoolConfigurationType)
 	}
-	envFile := sim.EnvironmentFile()
-	azEnv, err := config.ResolveEnvironment(ctx, cfg, func(k string) string {
-		if k == config.EnvEnvironmentFile {
-			return envFile
-		}
-		return ""
-	}, nil)
+	azEnv, err := config.ResolveEnvironment(ctx, cfg, sim.LookupEnvironmentFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

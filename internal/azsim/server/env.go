@@ -76,6 +76,15 @@ func (s *Server) AzureEnvironment() map[string]any {
 // EnvironmentFile is the path of the AzureEnvironment document written at start.
 func (s *Server) EnvironmentFile() string { return s.envFile }
 
+// LookupEnvironmentFile is a getenv that knows AZURE_ENVIRONMENT_FILEPATH only (the
+// environment document of this azsim) and nothing else, for in-process clients.
+func (s *Server) LookupEnvironmentFile(key string) string {
+	if key == "AZURE_ENVIRONMENT_FILEPATH" {
+		return s.envFile
+	}
+	return ""
+}
+
 func (s *Server) writeEnvironmentFile(dir string) error {
 	b, err := json.MarshalIndent(s.AzureEnvironment(), "", "  ")
 	if err != nil {

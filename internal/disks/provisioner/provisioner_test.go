@@ -59,13 +59,7 @@ func startSim(t *testing.T) *simEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envFile := sim.EnvironmentFile()
-	env, err := config.ResolveEnvironment(ctx, cfg, func(k string) string {
-		if k == config.EnvEnvironmentFile {
-			return envFile
-		}
-		return ""
-	}, nil)
+	env, err := config.ResolveEnvironment(ctx, cfg, sim.LookupEnvironmentFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

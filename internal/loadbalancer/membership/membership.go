@@ -56,15 +56,19 @@ func ParseIPConfigID(id string) (Ref, error) {
 		return Ref{}, fmt.Errorf("not an ip configuration ID: %q", id)
 	}
 	nic := cfg.Parent
-	if cfg.Name == "" || nic.Name == "" {
-		return Ref{}, fmt.Errorf("not an ip configuration ID (a name is empty): %q", id)
+	// The SDK's parser is lenient (it trims spaces, skips empty segments): the names must be
+	// the ID's own last segments, or writes would address another ip configuration.
+	if cfg.Name == "" || nic.Name == "" ||
+		!strings.HasSuffix(asciiLower(id), asciiLower("/networkInterfaces/"+nic.Name+"/ipConfigurations/"+cfg.Name)) {
+		return Ref{}, fmt.Errorf("not an ip configuration ID (names not its last segments): %q", id)
 	}
 	r := Ref{ID: id, ResourceGroup: cfg.ResourceGroupName, NIC: nic.Name, IPConfig: cfg.Name}
 	// The owner keeps the casing of id (the parser canonicalises the fixed segments). The
 	// parser is lenient with trailing and doubled slashes, so the segment is looked for, not
 	// assumed.
 	owner := func(segment string) (string, bool) {
-		i := strings.LastIndex(strings.ToLower(id), segment)
+		// ASCII folding keeps byte offsets (strings.ToLower does not on invalid UTF-8).
+		i := strings.LastIndex(asciiLower(id), segment)
 		if i <= 0 {
 			return "", false
 		}
@@ -78,11 +82,23 @@ func ParseIPConfigID(id string) (Ref, error) {
 	case vm != nil && strings.EqualFold(vm.ResourceType.String(), "Microsoft.Compute/virtualMachineScaleSets/virtualMachines") && vm.Parent != nil:
 		r.Kind, r.ScaleSet, r.InstanceID = KindScaleSetVM, vm.Parent.Name, vm.Name
 		r.Owner, ok = owner("/networkinterfaces/")
+		ok = ok && strings.HasSuffix(asciiLower(r.Owner), asciiLower("/virtualMachineScaleSets/"+r.ScaleSet+"/virtualMachines/"+r.InstanceID))
 	}
 	if !ok {
 		return Ref{}, fmt.Errorf("not a NIC or scale set VM ip configuration ID: %q", id)
 	}
 	return r, nil
+}
+
+// asciiLower lower-cases A-Z only, so that offsets in the result are offsets in s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // Pool is one backend pool of the cluster: the ip configurations that must be in it and the

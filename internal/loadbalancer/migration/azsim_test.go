@@ -129,13 +129,7 @@ func newEstate(t *testing.T, external, internal int, lro time.Duration) *estate 
 	if err != nil {
 		t.Fatal(err)
 	}
-	envFile := sim.EnvironmentFile()
-	azEnv, err := config.ResolveEnvironment(ctx, cfg, func(k string) string {
-		if k == config.EnvEnvironmentFile {
-			return envFile
-		}
-		return ""
-	}, nil)
+	azEnv, err := config.ResolveEnvironment(ctx, cfg, sim.LookupEnvironmentFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

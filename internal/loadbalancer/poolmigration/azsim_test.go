@@ -97,13 +97,7 @@ func newEstate(t *testing.T, services int, useAPI bool) *estate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envFile := sim.EnvironmentFile()
-	azEnv, err := config.ResolveEnvironment(ctx, cfg, func(k string) string {
-		if k == config.EnvEnvironmentFile {
-			return envFile
-		}
-		return ""
-	}, nil)
+	azEnv, err := config.ResolveEnvironment(ctx, cfg, sim.LookupEnvironmentFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
