@@ -87,7 +87,8 @@ func TestNetworkResourcesInAnotherTenant(t *testing.T) {
 	// The first network call (the Basic to Standard migration's list of load balancers, which
 	// then retries and holds services back for its 15-minute budget) fails with ARM's
 	// wrong-tenant error naming the network tenant.
-	want := "It must match the tenant '" + netTenant + "' associated with this subscription"
+	// ARM names the tenant by its issuer URL, as Azure does ('https://<authority>/<tenant>/').
+	want := "/" + netTenant + "/' associated with this subscription"
 	l.waitFor("the CCM log shows InvalidAuthenticationTokenTenant naming the network tenant", func(context.Context) (bool, error) {
 		b, err := os.ReadFile(e.CCMLogPath())
 		if err != nil {
