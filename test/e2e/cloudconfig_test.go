@@ -24,12 +24,7 @@ import (
 // process and without a leadership change; an invalid edit is refused with an event on the
 // Secret naming the key, and the running configuration stays.
 func TestCloudConfigSecretReload(t *testing.T) {
-	nodesRequireBinary(t, framework.CCMBinaryName)
-	e := framework.Start(t, framework.Options{Topology: lbTopology()})
 	ctx := context.Background()
-
-	doc := e.Azure.CloudConfig()
-	doc["tags"] = "env=one"
 	secretData := func(d map[string]any) map[string][]byte {
 		b, err := json.Marshal(d)
 		if err != nil {
@@ -37,27 +32,26 @@ func TestCloudConfigSecretReload(t *testing.T) {
 		}
 		return map[string][]byte{cloudconfig.SecretKey: b}
 	}
-	if _, err := e.Kube.CoreV1().Secrets(cloudconfig.DefaultSecretNamespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cloudconfig.DefaultSecretNamespace, Name: cloudconfig.DefaultSecretName},
-		Data:       secretData(doc),
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The file the framework wrote is not given: the Secret is the only source.
-	if err := os.Remove(e.CloudConfigPath); err != nil {
-		t.Fatal(err)
-	}
-	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
-	e.StartCCM("--cloud-config=", "--enable-dynamic-reloading=true", "--leader-elect=true",
-		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s")
-	for _, m := range e.Machines {
-		e.WaitFor("node "+m.NodeName+" initialized", e.NodeInitialized(m.NodeName), lbWait)
-	}
-	f, err := lbARMClient(e.Azure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &lbEnv{Env: e, t: t, net: f, rg: e.Azure.ResourceGroup, ns: "default"}
+	var doc map[string]any
+	l := lbStart(t, lbOptions{
+		CCMArgs: []string{"--cloud-config=", "--enable-dynamic-reloading=true", "--leader-elect=true",
+			"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"},
+		BeforeCCM: func(e *framework.Env) {
+			doc = e.Azure.CloudConfig()
+			doc["tags"] = "env=one"
+			if _, err := e.Kube.CoreV1().Secrets(cloudconfig.DefaultSecretNamespace).Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: cloudconfig.DefaultSecretNamespace, Name: cloudconfig.DefaultSecretName},
+				Data:       secretData(doc),
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// The file the framework wrote is not given: the Secret is the only source.
+			if err := os.Remove(e.CloudConfigPath); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	e := l.Env
 
 	svc := l.create(lbService("web", nil))
 	l.waitIP("web")

@@ -18,21 +18,9 @@ import (
 // pool and its IPv6 ip configuration in the IPv6 pool; an out-of-service taint sets Down on both
 // of the node's entries and no other; untaint restores None; deletion removes the load balancer.
 func TestLoadBalancerDualStackNICPools(t *testing.T) {
-	nodesRequireBinary(t, framework.CCMBinaryName)
 	topo := framework.DualStackTopology()
 	topo.ResourceGroups = append(topo.ResourceGroups, "rg-pips") // l.state lists PIPs there too
-	e := framework.Start(t, framework.DualStack(framework.Options{Topology: topo,
-		CloudConfig: map[string]any{"enableLoadBalancerAdminState": true}}))
-	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
-	e.StartCCM()
-	for _, m := range e.Machines {
-		e.WaitFor("node "+m.NodeName+" initialized", e.NodeInitialized(m.NodeName), lbWait)
-	}
-	f, err := lbARMClient(e.Azure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &lbEnv{Env: e, t: t, net: f, rg: e.Azure.ResourceGroup, ns: "default"}
+	l := lbStart(t, lbOptions{Topology: topo, DualStack: true, CloudConfig: map[string]any{"enableLoadBalancerAdminState": true}})
 
 	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}}
 	l.create(c.service("ds-nic", 80))

@@ -47,6 +47,10 @@ type lbOptions struct {
 	Topology    *topology.Topology
 	CloudConfig map[string]any
 	CCMArgs     []string
+	// DualStack gives the cluster and azsim both families (framework.DualStack).
+	DualStack bool
+	// BeforeCCM runs once the cluster is up, before the nodes and the CCM start.
+	BeforeCCM func(*framework.Env)
 }
 
 // lbTopology is the default estate plus what the LB groups need: a second node-VNet subnet for
@@ -69,8 +73,15 @@ func lbStart(t *testing.T, o lbOptions) *lbEnv {
 	if topo == nil {
 		topo = lbTopology()
 	}
-	e := framework.Start(t, framework.Options{Topology: topo, CloudConfig: o.CloudConfig})
 	nodesRequireBinary(t, framework.CCMBinaryName)
+	fo := framework.Options{Topology: topo, CloudConfig: o.CloudConfig}
+	if o.DualStack {
+		fo = framework.DualStack(fo)
+	}
+	e := framework.Start(t, fo)
+	if o.BeforeCCM != nil {
+		o.BeforeCCM(e)
+	}
 	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
 	e.StartCCM(o.CCMArgs...)
 	for _, m := range e.Machines {
