@@ -279,5 +279,10 @@ func pickMetadata(entries []metadataEntry, cloudName string) (metadataEntry, err
 	if len(entries[chosen].Authentication.Audiences) == 0 {
 		return metadataEntry{}, fmt.Errorf("environment %s has no authentication.audiences", Quote(entries[chosen].Name))
 	}
+	// The first audience is the token's: an empty one would ask the login server for a token
+	// of no resource.
+	if strings.TrimSpace(entries[chosen].Authentication.Audiences[0]) == "" {
+		return metadataEntry{}, fmt.Errorf("environment %s: authentication.audiences[0] is empty", Quote(entries[chosen].Name))
+	}
 	return entries[chosen], nil
 }

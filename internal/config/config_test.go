@@ -366,9 +366,11 @@ func TestResolveEnvironmentMetadata(t *testing.T) {
 	if _, err := ResolveEnvironment(context.Background(), c, noEnv, srv.Client()); err == nil || !strings.Contains(err.Error(), `cloud "Missing"`) {
 		t.Fatalf("want mismatch error, got %v", err)
 	}
-	body = `[{"name":"x","resourceManager":"https://x/","authentication":{"audiences":[]}}]`
-	if _, err := ResolveEnvironment(context.Background(), c, noEnv, srv.Client()); err == nil || !strings.Contains(err.Error(), "audiences") {
-		t.Fatalf("want audiences error, got %v", err)
+	for _, audiences := range []string{`[]`, `[""]`, `[" ","https://x/"]`} {
+		body = `[{"name":"x","resourceManager":"https://x/","authentication":{"audiences":` + audiences + `,"loginEndpoint":"https://login.x/"}}]`
+		if _, err := ResolveEnvironment(context.Background(), c, noEnv, srv.Client()); err == nil || !strings.Contains(err.Error(), "audiences") {
+			t.Fatalf("audiences %s: want an audiences error, got %v", audiences, err)
+		}
 	}
 }
 
