@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -120,8 +121,15 @@ func MetadataFromIMDS(doc *IMDSDocument, nodeName string) (NodeMetadata, error) 
 	}
 	primary := doc.Network.Interface[0]
 	var external []v1.NodeAddress
-	for _, fam := range []imdsFamily{primary.IPv4, primary.IPv6} {
-		for _, a := range fam.IPAddress {
+	for fi, fam := range []imdsFamily{primary.IPv4, primary.IPv6} {
+		for i, a := range fam.IPAddress {
+			// An address that is no IP would make the node status update fail as a whole.
+			for _, f := range []struct{ name, addr string }{{"privateIpAddress", a.PrivateIPAddress}, {"publicIpAddress", a.PublicIPAddress}} {
+				if f.addr != "" && net.ParseIP(f.addr) == nil {
+					return NodeMetadata{}, fmt.Errorf("instance metadata network.interface[0].%s.ipAddress[%d].%s %q is not an IP address",
+						[]string{"ipv4", "ipv6"}[fi], i, f.name, f.addr)
+				}
+			}
 			if a.PrivateIPAddress != "" {
 				md.Addresses = append(md.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: a.PrivateIPAddress})
 			}
