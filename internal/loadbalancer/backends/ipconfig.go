@@ -200,26 +200,48 @@ func (b *ipConfigBackends) Sync(ctx context.Context, clusterName string, lb *arm
 	if len(skipped) > 0 {
 		klog.V(4).InfoS("Backend pool members that are neither NIC nor scale set VM ip configurations are left alone", "ids", skipped)
 	}
+	// Scale set models that lack a pool (by the list cache): written in the same turn as the
+	// instances, since a model write changes the instances' ETags and an instance write seeded
+	// before it would be refused with 412.
+	type modelPool struct {
+		ss   scaleSetRef
+		pool string
+		ipv6 bool
+	}
+	var modelWrites []modelPool
 	for k, fams := range models {
 		for _, p := range pools {
-			if fams[p.family] {
-				if err := b.ensureModel(ctx, modelRefs[k], p.id, p.family == naming.IPv6); err != nil {
-					errs = append(errs, err)
-				}
+			if !fams[p.family] {
+				continue
+			}
+			has, err := b.modelHasPool(ctx, modelRefs[k], p.id)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !has {
+				modelWrites = append(modelWrites, modelPool{modelRefs[k], p.id, p.family == naming.IPv6})
 			}
 		}
 	}
 	var wrote bool
+	var modelErrs []error
 	apply := func(ctx context.Context) (err error) {
+		for _, m := range modelWrites {
+			if err := b.ensureModel(ctx, m.ss, m.pool, m.ipv6); err != nil {
+				modelErrs = append(modelErrs, err)
+			}
+		}
 		wrote, err = b.apply(ctx, edits)
 		return err
 	}
 	var err error
-	if b.inLBTurn != nil && len(edits) > 0 {
+	if b.inLBTurn != nil && (len(edits) > 0 || len(modelWrites) > 0) {
 		err = b.inLBTurn(ctx, str(lb.ID), apply)
 	} else {
 		err = apply(ctx)
 	}
+	errs = append(errs, modelErrs...)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -403,16 +425,8 @@ func (b *ipConfigBackends) scaleSetID(ss scaleSetRef) string {
 // ensureModel adds the pool to a scale set model unless the (cached) model has it or has no
 // network profile.
 func (b *ipConfigBackends) ensureModel(ctx context.Context, ss scaleSetRef, poolID string, ipv6 bool) error {
-	if b.listScaleSets != nil {
-		sets, err := b.listScaleSets(ctx, ss.rg)
-		if err != nil {
-			return fmt.Errorf("listing scale sets of %s: %w", ss.rg, err)
-		}
-		for _, s := range sets {
-			if strings.EqualFold(str(s.Name), ss.name) && (membership.ModelHasPool(s, poolID) || len(membership.ModelNICConfigs(s)) == 0) {
-				return nil
-			}
-		}
+	if has, err := b.modelHasPool(ctx, ss, poolID); err != nil || has {
+		return err
 	}
 	var wrote bool
 	_, err := b.scaleSets.For(b.scaleSetID(ss)).Submit(ctx, func(cur *armcompute.VirtualMachineScaleSet) (*armcompute.VirtualMachineScaleSet, error) {
@@ -432,6 +446,25 @@ func (b *ipConfigBackends) ensureModel(ctx context.Context, ss scaleSetRef, pool
 		return fmt.Errorf("scale set %s model: %w", ss.name, err)
 	}
 	return nil
+}
+
+// modelHasPool reports whether the scale set's model, as the list cache has it, needs no pool
+// write (it has the pool, or no NIC configuration to put it on). Without a list cache it says
+// no: the writer then reads the model and writes only if the pool is missing.
+func (b *ipConfigBackends) modelHasPool(ctx context.Context, ss scaleSetRef, poolID string) (bool, error) {
+	if b.listScaleSets == nil {
+		return false, nil
+	}
+	sets, err := b.listScaleSets(ctx, ss.rg)
+	if err != nil {
+		return false, fmt.Errorf("listing scale sets of %s: %w", ss.rg, err)
+	}
+	for _, s := range sets {
+		if strings.EqualFold(str(s.Name), ss.name) && (membership.ModelHasPool(s, poolID) || len(membership.ModelNICConfigs(s)) == 0) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (b *ipConfigBackends) removeModelPool(ctx context.Context, ss scaleSetRef, poolID string) error {
