@@ -20,11 +20,19 @@ func FuzzParseIPConfigID(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if r.ID != id || r.Owner == "" || !strings.HasPrefix(strings.ToLower("/"+strings.TrimPrefix(id, "/")), strings.ToLower(r.Owner)) {
+		if r.ID != id || !strings.HasPrefix(id, r.Owner+"/") {
 			t.Fatalf("%q: owner %q is not a prefix of the ID", id, r.Owner)
 		}
-		if !strings.HasSuffix(id, "/"+r.NIC+"/ipConfigurations/"+r.IPConfig) && !strings.HasSuffix(strings.ToLower(id), strings.ToLower("/"+r.NIC+"/ipConfigurations/"+r.IPConfig)) {
+		for _, name := range []string{r.ResourceGroup, r.NIC, r.IPConfig} {
+			if name == "" || strings.Contains(name, "/") {
+				t.Fatalf("%q: name %q in %+v", id, name, r)
+			}
+		}
+		if seg := strings.Split(id, "/"); seg[len(seg)-1] != r.IPConfig || seg[len(seg)-3] != r.NIC {
 			t.Fatalf("%q: NIC %q and ip configuration %q are not its last segments", id, r.NIC, r.IPConfig)
+		}
+		if strings.Contains(id[1:], "//") || strings.HasSuffix(id, "/") {
+			t.Fatalf("%q: accepted with an empty segment", id)
 		}
 		switch r.Kind {
 		case KindNIC:

@@ -12,8 +12,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-
-	"github.com/azure-ccm/azure-ccm/internal/azureid"
 )
 
 // Kind is the kind of resource that holds an ip configuration.
@@ -50,55 +48,32 @@ type Ref struct {
 // ParseIPConfigID parses the ID of a NIC ip configuration or of a Uniform scale set instance's
 // ip configuration.
 func ParseIPConfigID(id string) (Ref, error) {
-	cfg, err := azureid.Parse(id)
-	if err != nil || cfg.Parent == nil || !strings.EqualFold(cfg.ResourceType.Type, "networkInterfaces/ipConfigurations") &&
-		!strings.EqualFold(cfg.ResourceType.Type, "virtualMachineScaleSets/virtualMachines/networkInterfaces/ipConfigurations") {
-		return Ref{}, fmt.Errorf("not an ip configuration ID: %q", id)
-	}
-	nic := cfg.Parent
-	// The SDK's parser is lenient (it trims spaces, skips empty segments): the names must be
-	// the ID's own last segments, or writes would address another ip configuration.
-	if cfg.Name == "" || nic.Name == "" ||
-		!strings.HasSuffix(asciiLower(id), asciiLower("/networkInterfaces/"+nic.Name+"/ipConfigurations/"+cfg.Name)) {
-		return Ref{}, fmt.Errorf("not an ip configuration ID (names not its last segments): %q", id)
-	}
-	r := Ref{ID: id, ResourceGroup: cfg.ResourceGroupName, NIC: nic.Name, IPConfig: cfg.Name}
-	// The owner keeps the casing of id (the parser canonicalises the fixed segments). The
-	// parser is lenient with trailing and doubled slashes, so the segment is looked for, not
-	// assumed.
-	owner := func(segment string) (string, bool) {
-		// ASCII folding keeps byte offsets (strings.ToLower does not on invalid UTF-8).
-		i := strings.LastIndex(asciiLower(id), segment)
-		if i <= 0 {
-			return "", false
+	// Parsed segment by segment rather than with the SDK's parser, which is lenient (it trims
+	// spaces and skips empty segments): a name that is not the ID's own segment would make
+	// writes address another ip configuration. Fixed segments compare as ARM compares them,
+	// case-insensitively; names keep the ID's casing.
+	seg := strings.Split(id, "/")
+	// "*" in a pattern is a name: any non-empty segment. IDs start with "/".
+	matches := func(pattern ...string) bool {
+		if len(seg) != len(pattern) {
+			return false
 		}
-		return id[:i], true
-	}
-	var ok bool
-	switch vm := nic.Parent; {
-	case strings.EqualFold(nic.ResourceType.String(), "Microsoft.Network/networkInterfaces"):
-		r.Kind = KindNIC
-		r.Owner, ok = owner("/ipconfigurations/")
-	case vm != nil && strings.EqualFold(vm.ResourceType.String(), "Microsoft.Compute/virtualMachineScaleSets/virtualMachines") && vm.Parent != nil:
-		r.Kind, r.ScaleSet, r.InstanceID = KindScaleSetVM, vm.Parent.Name, vm.Name
-		r.Owner, ok = owner("/networkinterfaces/")
-		ok = ok && strings.HasSuffix(asciiLower(r.Owner), asciiLower("/virtualMachineScaleSets/"+r.ScaleSet+"/virtualMachines/"+r.InstanceID))
-	}
-	if !ok {
-		return Ref{}, fmt.Errorf("not a NIC or scale set VM ip configuration ID: %q", id)
-	}
-	return r, nil
-}
-
-// asciiLower lower-cases A-Z only, so that offsets in the result are offsets in s.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
+		for i, p := range pattern {
+			if p == "*" && seg[i] == "" || p != "*" && !strings.EqualFold(seg[i], p) {
+				return false
+			}
 		}
+		return true
 	}
-	return string(b)
+	switch {
+	case matches("", "subscriptions", "*", "resourceGroups", "*", "providers", "Microsoft.Network", "networkInterfaces", "*", "ipConfigurations", "*"):
+		return Ref{ID: id, Kind: KindNIC, Owner: strings.Join(seg[:9], "/"), ResourceGroup: seg[4], NIC: seg[8], IPConfig: seg[10]}, nil
+	case matches("", "subscriptions", "*", "resourceGroups", "*", "providers", "Microsoft.Compute", "virtualMachineScaleSets", "*",
+		"virtualMachines", "*", "networkInterfaces", "*", "ipConfigurations", "*"):
+		return Ref{ID: id, Kind: KindScaleSetVM, Owner: strings.Join(seg[:11], "/"), ResourceGroup: seg[4],
+			ScaleSet: seg[8], InstanceID: seg[10], NIC: seg[12], IPConfig: seg[14]}, nil
+	}
+	return Ref{}, fmt.Errorf("not a NIC or scale set VM ip configuration ID: %q", id)
 }
 
 // Pool is one backend pool of the cluster: the ip configurations that must be in it and the

@@ -38,6 +38,11 @@ func TestParseIPConfigID(t *testing.T) {
 		{id: sub + "/providers/Microsoft.Network/applicationGateways/gw/ipConfigurations/x", err: true},
 		{id: cfgA + "/extra", err: true},
 		{id: "", err: true},
+		// What the SDK's lenient parser would accept under other names.
+		{id: cfgA + "/", err: true},
+		{id: strings.Replace(cfgA, "/ipConfigurations/", "//ipConfigurations/", 1), err: true},
+		{id: "/providers/Microsoft.Compute/virtualMachineScaleSets/0/virtualMachines/0/networkInterfaces/0/ipConfigurations", err: true},
+		{id: strings.TrimPrefix(cfgA, "/"), err: true},
 	} {
 		r, err := ParseIPConfigID(tc.id)
 		if tc.err {
