@@ -4,6 +4,8 @@ package bench
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,9 @@ var (
 	largeSteady   = time.Duration(envInt("BENCH_LARGE_STEADY_SECONDS", 120)) * time.Second
 	// largeBudget bounds the wait for the services; what converged by then is recorded.
 	largeBudget = time.Duration(envInt("BENCH_LARGE_BUDGET_SECONDS", 2400)) * time.Second
+	// largeExtraFlags are more CCM flags (space-separated), e.g. "--drift-audit-period=0" to
+	// measure a variant; they are named in the result.
+	largeExtraFlags = strings.Fields(os.Getenv("BENCH_LARGE_CCM_FLAGS"))
 )
 
 // largeTopology spreads n machines over scale sets of at most 1,000 instances (Azure's limit)
@@ -48,17 +53,20 @@ func TestLargeCluster(t *testing.T) {
 	b := &bench{t: t, env: env}
 	res := newResult("large-cluster", "5,000 nodes and 1,000 services: CCM memory and CPU", "TestLargeCluster",
 		"BENCH_LARGE_NODES", "BENCH_LARGE_SERVICES", "BENCH_LARGE_STEADY_SECONDS")
+	if len(largeExtraFlags) > 0 {
+		res.Command = "BENCH_LARGE_CCM_FLAGS='" + strings.Join(largeExtraFlags, " ") + "' " + res.Command
+	}
 	res.Description = fmt.Sprintf("%d KWOK nodes in %d scale sets of up to 1,000 instances, then %d LoadBalancer services created at "+
 		"once (half public on `kubernetes`, half internal on `kubernetes-internal`, one TCP port each; `nodeIP` pools of all "+
 		"%d nodes), then %s of steady state with the default sync periods. The CCM's CPU seconds and peak RSS (VmHWM) per "+
 		"phase, from `/proc`. Latency model of the burst once the nodes are initialised.",
 		largeNodes, len(env.Opts.Topology.ScaleSets), largeServices, largeNodes, largeSteady)
 	res.Config = map[string]string{"nodes": fmt.Sprint(largeNodes), "services": fmt.Sprint(largeServices),
-		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "CCM flags": "--concurrent-node-syncs=10", "progress": "services with an IP"}
+		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "CCM flags": strings.Join(append([]string{"--concurrent-node-syncs=10"}, largeExtraFlags...), " "), "progress": "services with an IP"}
 
 	b.createNodes(env.Machines)
 	// Ten node workers instead of upstream's default one, as a cluster of this size is run.
-	env.StartCCM("--concurrent-node-syncs=10")
+	env.StartCCM(append([]string{"--concurrent-node-syncs=10"}, largeExtraFlags...)...)
 	m := b.meter()
 	t0 := time.Now()
 	b.waitNodesInitialized(largeNodes, 30*time.Minute)
