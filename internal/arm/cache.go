@@ -24,10 +24,16 @@ type ListCache[T any] struct {
 	now        func() time.Time
 	metrics    *Metrics
 
+	// version, when set, names an item and what of it others may change (ListCache.ExternalChanges).
+	version func(T) (name, version string)
+
 	mu      sync.Mutex
 	entries map[string]listEntry[T]
 	gens    map[string]uint64
-	group   singleflight.Group
+	// external counts, per key, the LISTs that found the items other than the cache had them
+	// (see ExternalChanges).
+	external map[string]uint64
+	group    singleflight.Group
 }
 
 type listEntry[T any] struct {
@@ -46,7 +52,37 @@ func NewListCache[T any](name string, ttl time.Duration, list func(ctx context.C
 		minRefresh = ttl
 	}
 	return &ListCache[T]{name: name, ttl: ttl, minRefresh: minRefresh, list: list, now: now, metrics: m,
-		entries: map[string]listEntry[T]{}, gens: map[string]uint64{}}
+		entries: map[string]listEntry[T]{}, gens: map[string]uint64{}, external: map[string]uint64{}}
+}
+
+// ExternalChanges counts the LISTs of key that found items (named and versioned by the cache's
+// version function) other than the cached list had them: created, changed or deleted by
+// someone else since, as writers keep the cache in step with their own writes (Update). A LIST
+// with no cached list to compare with counts too (after an invalidation nothing is known).
+// Without a version function every LIST counts.
+func (c *ListCache[T]) ExternalChanges(key string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.external[strings.ToLower(key)]
+}
+
+// sameItems compares two lists by the version function.
+func (c *ListCache[T]) sameItems(a, b []T) bool {
+	if c.version == nil || len(a) != len(b) {
+		return false
+	}
+	m := make(map[string]string, len(a))
+	for _, it := range a {
+		name, v := c.version(it)
+		m[name] = v
+	}
+	for _, it := range b {
+		name, v := c.version(it)
+		if have, ok := m[name]; !ok || have != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Get returns the items of key, listing them when missing or older than the TTL.
@@ -120,6 +156,9 @@ func (c *ListCache[T]) get(ctx context.Context, key string, maxAge time.Duration
 		e := listEntry[T]{items: items, fetched: started}
 		c.mu.Lock()
 		if c.gens[key] == gen {
+			if prev, had := c.entries[key]; !had || !c.sameItems(prev.items, items) {
+				c.external[key]++
+			}
 			c.entries[key] = e
 		}
 		c.mu.Unlock()

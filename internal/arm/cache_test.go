@@ -3,6 +3,7 @@ package arm
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +168,58 @@ func TestListCacheRefreshAtMostEveryFewSeconds(t *testing.T) {
 	_, _ = c.Refresh(ctx, "rg")
 	if lists != 2 {
 		t.Fatalf("lists = %d, want 2 (one refresh per interval)", lists)
+	}
+}
+
+// TestListCacheExternalChanges: a LIST that finds what the cache (kept in step with the
+// caller's own writes by Update) already had is not counted; one that finds an item added,
+// changed or removed by someone else is, and so is one with nothing to compare with.
+func TestListCacheExternalChanges(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	azure := []string{"a=1", "b=1"}
+	c := NewListCache("test", time.Minute, func(_ context.Context, key string) ([]string, error) {
+		return append([]string(nil), azure...), nil
+	}, clk.now, NewMetrics())
+	c.version = func(s string) (string, string) { name, v, _ := strings.Cut(s, "="); return name, v }
+	ctx := context.Background()
+	refresh := func() uint64 {
+		t.Helper()
+		clk.add(time.Hour)
+		if _, err := c.Refresh(ctx, "rg"); err != nil {
+			t.Fatal(err)
+		}
+		return c.ExternalChanges("RG")
+	}
+	if n := refresh(); n != 1 {
+		t.Fatalf("first LIST: %d", n)
+	}
+	if n := refresh(); n != 1 {
+		t.Fatalf("nothing changed: %d", n)
+	}
+	// The caller's own write, kept in the cache.
+	azure = append(azure, "c=1")
+	c.Update("rg", func(items []string) []string { return append(items, "c=1") })
+	if n := refresh(); n != 1 {
+		t.Fatalf("own write: %d", n)
+	}
+	for i, edit := range []func(){
+		func() { azure[0] = "a=2" },             // changed
+		func() { azure = append(azure, "d=1") }, // added
+		func() { azure = azure[1:] },            // removed
+		func() { c.Invalidate("rg") },           // nothing to compare with
+	} {
+		edit()
+		if n := refresh(); n != uint64(2+i) {
+			t.Fatalf("edit %d: %d", i, n)
+		}
+	}
+	// Without a version function every LIST counts.
+	plain := NewListCache("plain", time.Minute, func(context.Context, string) ([]string, error) { return []string{"a"}, nil }, clk.now, NewMetrics())
+	for i := range 2 {
+		clk.add(time.Hour)
+		_, _ = plain.Get(ctx, "rg")
+		if n := plain.ExternalChanges("rg"); n != uint64(i+1) {
+			t.Fatalf("without a version function: %d", n)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package arm
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -122,10 +124,38 @@ func NewPrivateLinkServiceCache(net *armnetwork.ClientFactory, ttl time.Duration
 // NewPublicIPCache is a list cache of the public IPs of a resource group, listed with net (ttl
 // <= 0: every Get lists).
 func NewPublicIPCache(name string, net *armnetwork.ClientFactory, ttl time.Duration, now func() time.Time, m *Metrics) *ListCache[*armnetwork.PublicIPAddress] {
-	return NewListCache(name, ttl, func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
+	c := NewListCache(name, ttl, func(ctx context.Context, rg string) ([]*armnetwork.PublicIPAddress, error) {
 		return collect(ctx, net.NewPublicIPAddressesClient().NewListPager(rg, nil),
 			func(r armnetwork.PublicIPAddressesClientListResponse) []*armnetwork.PublicIPAddress { return r.Value })
 	}, now, m)
+	c.version = publicIPVersion
+	return c
+}
+
+// publicIPVersion names a public IP and encodes what of it only a write of the public IP
+// itself changes: not its ETag, provisioning state or the back-references Azure sets when a
+// load balancer frontend, NIC or NAT gateway starts or stops using it (which renew the ETag
+// too), so that the CCM's own load balancer writes do not read as someone else's change.
+func publicIPVersion(p *armnetwork.PublicIPAddress) (string, string) {
+	if p == nil {
+		return "", ""
+	}
+	name := ""
+	if p.Name != nil {
+		name = strings.ToLower(*p.Name)
+	}
+	c := *p
+	c.Etag = nil
+	if p.Properties != nil {
+		props := *p.Properties
+		props.IPConfiguration, props.ProvisioningState, props.NatGateway = nil, nil, nil
+		c.Properties = &props
+	}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return name, fmt.Sprintf("unencodable %p", p) // never equal: counted as changed
+	}
+	return name, string(b)
 }
 
 // InvalidateScaleSet drops everything cached about one scale set (after a write to it or to

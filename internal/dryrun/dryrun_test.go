@@ -243,6 +243,8 @@ func (f *fakeLists) Refresh(ctx context.Context, rg string) ([]*armnetwork.Publi
 	return f.Get(ctx, rg)
 }
 func (f *fakeLists) Invalidate(string) { panic("the dry run dropped the real list") }
+
+func (f *fakeLists) ExternalChanges(string) uint64 { return 0 }
 func (f *fakeLists) Update(string, func([]*armnetwork.PublicIPAddress) []*armnetwork.PublicIPAddress) {
 	panic("the dry run edited the real list")
 }

@@ -164,6 +164,9 @@ type Lists[T any] interface {
 	Refresh(ctx context.Context, rg string) ([]T, error)
 	Invalidate(rg string)
 	Update(rg string, fn func(items []T) []T)
+	// ExternalChanges counts the LISTs that found rg's items changed by someone else
+	// (arm.ListCache.ExternalChanges).
+	ExternalChanges(rg string) uint64
 }
 
 // PublicIPLists and PrivateLinkLists are the two lists the load balancer code keeps.
@@ -227,6 +230,9 @@ func (l *listOverlay[T]) Refresh(ctx context.Context, rg string) ([]T, error) {
 // Invalidate does nothing: the planned edits are the dry run's and real's list is not ours to
 // drop.
 func (l *listOverlay[T]) Invalidate(string) {}
+
+// ExternalChanges implements Lists: Azure's, as real counts them (planned edits are not Azure's).
+func (l *listOverlay[T]) ExternalChanges(rg string) uint64 { return l.real.ExternalChanges(rg) }
 
 func (l *listOverlay[T]) Update(rg string, fn func(items []T) []T) {
 	l.r.mu.Lock()

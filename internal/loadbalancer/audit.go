@@ -140,9 +140,12 @@ func (a *Auditor) plan(ctx context.Context, clusterName string, svc *v1.Service,
 
 // Refresh makes the audits that follow see Azure as it is now: the cluster's load balancers
 // and the NSG are read again (one GET each), and the public IP lists of the services' resource
-// groups listed again unless they are a few seconds old, so drift made by someone else shows. It returns a fingerprint of what was read — ETags, and the pools'
-// read-only back-references, which Azure may change without a new ETag — so that a pass can
-// tell nothing changed since the last one.
+// groups listed again unless they are a few seconds old, so drift made by someone else shows.
+// It returns a fingerprint of the changes made by others, as the writers and the public IP
+// lists count them (Writer.ExternalChanges, ListCache.ExternalChanges), and of the pools'
+// read-only back-references, which Azure may change without a new ETag: when it is the same
+// as at a pass that found everything in step, nothing but this CCM changed Azure since. The
+// CCM's own writes (a burst of new services) do not move it.
 func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Service) (string, error) {
 	l := a.lb
 	h := sha256.New()
@@ -151,22 +154,22 @@ func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Se
 		for _, internal := range []bool{false, true} {
 			w := l.lbWriter(c, c.LBName(internal))
 			w.Invalidate()
-			lb, etag, err := w.PeekETag(ctx)
+			lb, _, err := w.PeekETag(ctx)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err))
 				continue
 			}
-			fmt.Fprintf(h, "lb %s %s\n", strings.ToLower(c.LBName(internal)), etag)
+			fmt.Fprintf(h, "lb %s %d\n", strings.ToLower(c.LBName(internal)), w.ExternalChanges())
 			writeBackReferences(h, lb)
 		}
 	}
 	if l.cfg.SecurityGroupName != "" {
 		w := l.nsgWriter()
 		w.Invalidate()
-		if _, etag, err := w.PeekETag(ctx); err != nil {
+		if _, _, err := w.PeekETag(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("network security group %s: %w", l.cfg.SecurityGroupName, err))
 		} else {
-			fmt.Fprintf(h, "nsg %s\n", etag)
+			fmt.Fprintf(h, "nsg %d\n", w.ExternalChanges())
 		}
 	}
 	rgs := map[string]bool{strings.ToLower(l.cfg.ResourceGroup): true}
@@ -179,19 +182,11 @@ func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Se
 	}
 	sort.Strings(names)
 	for _, rg := range names {
-		pips, err := l.refreshPIPs(ctx, rg)
-		if err != nil {
+		if _, err := l.refreshPIPs(ctx, rg); err != nil {
 			errs = append(errs, fmt.Errorf("public IPs of %s: %w", rg, err))
 			continue
 		}
-		lines := make([]string, 0, len(pips))
-		for _, p := range pips {
-			if p != nil {
-				lines = append(lines, strings.ToLower(str(p.Name))+" "+str(p.Etag))
-			}
-		}
-		sort.Strings(lines)
-		fmt.Fprintf(h, "pips %s %s\n", rg, strings.Join(lines, ","))
+		fmt.Fprintf(h, "pips %s %d\n", rg, l.opts.PublicIPs.ExternalChanges(rg))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return "", err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 
@@ -273,25 +274,87 @@ func TestAuditAndDeletionNeverResurrect(t *testing.T) {
 	}
 }
 
+// TestAuditFingerprint: the fingerprint moves with every change someone else makes to the load
+// balancer, the NSG or a public IP, and not with the CCM's own writes (a new service: its
+// public IP, frontend, rules and NSG rule).
 func TestAuditFingerprint(t *testing.T) {
 	ae := newAuditEnv(t)
 	svcs := []*v1.Service{ae.svc}
-	fp1, err := ae.a.Refresh(ctxT(t), testCluster, svcs)
+	refresh := func() string {
+		t.Helper()
+		fp, err := ae.a.Refresh(ctxT(t), testCluster, svcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp
+	}
+	fp1 := refresh()
+	if fp2 := refresh(); fp2 != fp1 {
+		t.Fatalf("fingerprint moved with nothing changed: %s → %s", fp1, fp2)
+	}
+
+	other := service("cdcdcdcd-0000-0000-0000-000000000002", "api", nil, v1.ServicePort{Name: "https", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP})
+	st, err := ae.lb.EnsureLoadBalancer(ctxT(t), testCluster, other, ae.nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp2, err := ae.a.Refresh(ctxT(t), testCluster, svcs)
-	if err != nil || fp2 != fp1 {
-		t.Fatalf("fingerprint moved with nothing changed: %s → %s (%v)", fp1, fp2, err)
+	other.Status.LoadBalancer = *st
+	svcs = append(svcs, other)
+	if fp := refresh(); fp != fp1 {
+		t.Fatal("the fingerprint moved with the CCM's own writes (a new service)")
 	}
-	if _, err := ae.srv.Drift(ctxT(t), drift.Request{Kind: drift.ChangeProbe, Resource: ae.lbID, Name: naming.ServiceLBName(ae.svc.UID) + "-TCP-80"}); err != nil {
-		t.Fatal(err)
+
+	// Someone else tags the new service's public IP.
+	pips := ae.net.NewPublicIPAddressesClient()
+	var pip *armnetwork.PublicIPAddress
+	for pager := pips.NewListPager(testRG, nil); pager.More(); {
+		page, err := pager.NextPage(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page.Value {
+			if p.Properties != nil && p.Properties.IPAddress != nil && *p.Properties.IPAddress == st.Ingress[0].IP {
+				pip = p
+			}
+		}
 	}
-	fp3, err := ae.a.Refresh(ctxT(t), testCluster, svcs)
+	if pip == nil {
+		t.Fatalf("no public IP with address %s", st.Ingress[0].IP)
+	}
+	if pip.Tags == nil {
+		pip.Tags = map[string]*string{}
+	}
+	pip.Tags["owner"] = to.Ptr("someone else")
+	poller, err := pips.BeginCreateOrUpdate(ctxT(t), testRG, *pip.Name, *pip, nil)
+	if err == nil {
+		_, err = poller.PollUntilDone(ctxT(t), nil)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	fp3 := refresh()
 	if fp3 == fp1 {
+		t.Fatal("the fingerprint does not show a public IP changed by someone else")
+	}
+	if fp := refresh(); fp != fp3 {
+		t.Fatal("the fingerprint moved with nothing changed after the public IP edit")
+	}
+
+	if _, err := ae.srv.Drift(ctxT(t), drift.Request{Kind: drift.DeleteRule, Resource: ae.lbID, Name: naming.ServiceLBName(ae.svc.UID) + "-TCP-80"}); err != nil {
+		t.Fatal(err)
+	}
+	fp5 := refresh()
+	if fp5 == fp3 {
 		t.Fatal("the fingerprint does not show the drift")
+	}
+	nsgRule := ""
+	for _, r := range ae.nsgRules(t) {
+		nsgRule = *r.Name
+	}
+	if _, err := ae.srv.Drift(ctxT(t), drift.Request{Kind: drift.RemoveNSGRule, Resource: ae.nsgID, Name: nsgRule}); err != nil {
+		t.Fatal(err)
+	}
+	if fp := refresh(); fp == fp5 {
+		t.Fatal("the fingerprint does not show an NSG rule removed")
 	}
 }

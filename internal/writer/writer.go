@@ -116,6 +116,13 @@ type Writer[T any] struct {
 	// nothing changed while it was in flight, so a slow response never replaces a newer model.
 	gen   uint64
 	stats Stats
+	// known is the resource's ETag as this writer last saw it ("" for absent): the answer to
+	// its own write, or a read it based its work on. external counts the reads that found
+	// another one: someone else changed the resource in between (or this writer cannot tell:
+	// after an action or a child write, whose ETag it does not learn, or before its first read).
+	known    string
+	knownSet bool
+	external uint64
 }
 
 // Stats counts a writer's ARM traffic (for tests and metrics).
@@ -230,7 +237,11 @@ func (w *Writer[T]) runAction(r *request[T]) {
 		}()
 		return r.action(ctx, w.store)
 	}()
-	w.Invalidate()
+	w.mu.Lock()
+	w.dropLocked()
+	// An action reads and writes the store directly: what it saw and did is not known here.
+	w.knownSet = false
+	w.mu.Unlock()
 	r.done <- result[T]{err: err}
 }
 
@@ -282,6 +293,8 @@ func (w *Writer[T]) Seed(obj *T, etag string) {
 	if !w.cached || w.opts.Now().Sub(w.cacheAt) >= w.opts.CacheTTL {
 		w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
 		w.gen++
+		// The next write may be based on this model.
+		w.observeLocked(etag)
 	}
 	w.mu.Unlock()
 }
@@ -484,31 +497,58 @@ func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
 	return obj, etag, false, nil
 }
 
+// ExternalChanges counts how often a read found the resource changed by someone other than
+// this writer. Equal counts at two moments, with a read at the later one, mean that nothing
+// but this writer changed the resource in between: every write of this writer is based on a
+// model it read (and counted) or wrote itself, and conditional on that model's ETag.
+func (w *Writer[T]) ExternalChanges() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.external
+}
+
+// observeLocked records the ETag a read or seed found.
+func (w *Writer[T]) observeLocked(etag string) {
+	if !w.knownSet || etag != w.known {
+		w.external++
+	}
+	w.known, w.knownSet = etag, true
+}
+
 func (w *Writer[T]) remember(obj *T, etag string) {
 	if w.opts.CacheTTL <= 0 {
 		w.mu.Lock()
 		w.gen++ // nothing is cached: no copy either
+		w.known, w.knownSet = etag, true
 		w.mu.Unlock()
 		return
 	}
+	c := w.opts.Clone(obj)
 	w.mu.Lock()
-	w.cached, w.cache, w.cacheETag, w.cacheAt = true, w.opts.Clone(obj), etag, w.opts.Now()
+	w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
 	w.gen++
+	w.known, w.knownSet = etag, true
 	w.mu.Unlock()
 }
 
 // rememberIf caches a read's result unless the cache changed since the read was sent.
 func (w *Writer[T]) rememberIf(obj *T, etag string, gen uint64) {
-	if w.opts.CacheTTL <= 0 {
+	var c *T
+	if w.opts.CacheTTL > 0 {
+		c = w.opts.Clone(obj)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gen != gen {
+		// Overtaken by a write or an invalidation: an older state, not a change by someone
+		// else (a change that came after it shows in the next read, or fails a write with 412).
 		return
 	}
-	c := w.opts.Clone(obj)
-	w.mu.Lock()
-	if w.gen == gen {
+	w.observeLocked(etag)
+	if w.opts.CacheTTL > 0 {
 		w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
 		w.gen++
 	}
-	w.mu.Unlock()
 }
 
 // batchChild is the child every successful mutation of the batch changes alone ("" when they

@@ -753,3 +753,51 @@ func TestSeed(t *testing.T) {
 		})
 	}
 }
+
+// TestExternalChanges: the count moves when a read finds the resource changed by someone else
+// (seen by a read, by a 412, or after an action), never with the writer's own writes.
+func TestExternalChanges(t *testing.T) {
+	ctx := context.Background()
+	for _, ttl := range []time.Duration{time.Hour, 0} {
+		store := &fakeStore{}
+		w := New[model](store, Options[model]{CacheTTL: ttl})
+		peek := func() uint64 {
+			t.Helper()
+			w.Invalidate()
+			if _, err := w.Peek(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return w.ExternalChanges()
+		}
+		first := peek() // the first read knows nothing before it
+		if first != 1 {
+			t.Errorf("ttl %v: first read counted %d", ttl, first)
+		}
+		for i := range 3 {
+			if _, err := w.Submit(ctx, set(fmt.Sprint("own", i), i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := peek(); n != first {
+			t.Errorf("ttl %v: own writes counted: %d → %d", ttl, first, n)
+		}
+		store.external("foreign")
+		if n := peek(); n != first+1 {
+			t.Errorf("ttl %v: a change by someone else, seen by a read: %d → %d", ttl, first, n)
+		}
+		// Someone else writes between the writer's read and its write: the 412's re-read counts.
+		store.external("foreign2")
+		if _, err := w.Submit(ctx, set("after", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if n := peek(); n != first+2 {
+			t.Errorf("ttl %v: a change by someone else, seen through a 412: %d", ttl, n)
+		}
+		if err := w.Do(ctx, func(context.Context, Store[model]) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n := peek(); n != first+3 {
+			t.Errorf("ttl %v: the read after an action (unknown to the writer) is not counted: %d", ttl, n)
+		}
+	}
+}

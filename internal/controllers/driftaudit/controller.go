@@ -9,9 +9,12 @@
 // no write. A service that drifted is read again from the API server, under the lock its
 // deletion also takes, and repaired only if it still exists with the same UID, is not being
 // deleted and is still a LoadBalancer served here; so a repair never resurrects a deleted
-// service (see loadbalancer.serviceLocks). When nothing changed since the last pass that found
-// everything in step (same ETags, same services, same nodes as the planners see them), the pass
-// plans nothing at all.
+// service (see loadbalancer.serviceLocks). When nobody but this CCM changed Azure since the
+// last pass that found everything in step (Auditor.Refresh), the pass plans nothing at all:
+// what the CCM wrote meanwhile, for services and nodes that changed, the service controller
+// planned from the same models. So a burst of new services, whose writes keep changing every
+// ETag, is not planned a second time by the audit; a full pass still runs every FullEvery
+// passes.
 package driftaudit
 
 import (
@@ -76,7 +79,8 @@ type Options struct {
 	// balancer or NSG share its writes (group commit).
 	Repairs int
 	// FullEvery forces a pass that plans every service after this many passes skipped as
-	// unchanged (default 10), should something the fingerprint does not cover have moved.
+	// unchanged (default 10), should something the fingerprint does not cover have moved (an
+	// edit that left every ETag as it was, a reconcile that ended without reaching Azure).
 	FullEvery int
 	Now       func() time.Time
 }
@@ -130,7 +134,7 @@ func (c *Controller) Run(ctx context.Context) {
 
 // PassResult sums up one pass.
 type PassResult struct {
-	// Unchanged: nothing moved since the last pass in step; no service was planned.
+	// Unchanged: nobody else changed Azure since the last pass in step; no service was planned.
 	Unchanged bool
 	Audited   int
 	// Drifted services, Repaired ones, Skipped ones (gone or changed meanwhile) and Errors.
@@ -171,11 +175,11 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 		passes.WithLabelValues("error").Inc()
 		return PassResult{Errors: 1}
 	}
-	fp := Fingerprint(azure, svcs, nodes)
+	fp := azure
 	if fp == c.lastClean && c.skipped < c.o.FullEvery {
 		c.skipped++
 		passes.WithLabelValues("unchanged").Inc()
-		klog.V(4).InfoS("Drift audit: nothing changed since the last pass in step", "services", len(svcs))
+		klog.V(4).InfoS("Drift audit: nobody else changed Azure since the last pass in step", "services", len(svcs))
 		return PassResult{Unchanged: true}
 	}
 	c.skipped = 0

@@ -1,13 +1,6 @@
 package driftaudit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io"
-	"sort"
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
@@ -55,54 +48,4 @@ func Confirmed(audited, live *v1.Service) string {
 		return SkipRecreated
 	}
 	return Owned(live)
-}
-
-// Fingerprint hashes what the load balancer planners read of the cluster: the audited services
-// (UID, resourceVersion) and, of the nodes, what pool membership depends on (name, providerID,
-// labels, taints, addresses, deletion) — not their status heartbeats, which change a node's
-// resourceVersion every few minutes without changing any pool. azure is the Azure side's
-// fingerprint (Auditor.Refresh).
-func Fingerprint(azure string, svcs []*v1.Service, nodes []*v1.Node) string {
-	h := sha256.New()
-	io.WriteString(h, azure+"\n")
-	keys := make([]string, 0, len(svcs))
-	for _, s := range svcs {
-		keys = append(keys, string(s.UID)+" "+s.ResourceVersion)
-	}
-	sort.Strings(keys)
-	io.WriteString(h, strings.Join(keys, ",")+"\n")
-	ns := append([]*v1.Node(nil), nodes...)
-	sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
-	for _, n := range ns {
-		fmt.Fprintf(h, "node %s %s %t %s %s %s\n", n.Name, n.Spec.ProviderID, n.DeletionTimestamp != nil,
-			sortedMap(n.Labels), taints(n.Spec.Taints), addresses(n.Status.Addresses))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func sortedMap(m map[string]string) string {
-	ks := make([]string, 0, len(m))
-	for k, v := range m {
-		ks = append(ks, k+"="+v)
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, ",")
-}
-
-func taints(ts []v1.Taint) string {
-	out := make([]string, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, t.Key+"="+t.Value+":"+string(t.Effect))
-	}
-	sort.Strings(out)
-	return strings.Join(out, ",")
-}
-
-func addresses(as []v1.NodeAddress) string {
-	out := make([]string, 0, len(as))
-	for _, a := range as {
-		out = append(out, string(a.Type)+"="+a.Address)
-	}
-	sort.Strings(out)
-	return strings.Join(out, ",")
 }
