@@ -2,6 +2,7 @@ package arm
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,9 @@ type ListCache[T any] struct {
 	// external counts, per key, the LISTs that found the items other than the cache had them
 	// (see ExternalChanges).
 	external map[string]uint64
-	group    singleflight.Group
+	// writing counts, per key and item name, the caller's writes in flight (Writing).
+	writing map[string]map[string]int
+	group   singleflight.Group
 }
 
 type listEntry[T any] struct {
@@ -52,7 +55,31 @@ func NewListCache[T any](name string, ttl time.Duration, list func(ctx context.C
 		minRefresh = ttl
 	}
 	return &ListCache[T]{name: name, ttl: ttl, minRefresh: minRefresh, list: list, now: now, metrics: m,
-		entries: map[string]listEntry[T]{}, gens: map[string]uint64{}, external: map[string]uint64{}}
+		entries: map[string]listEntry[T]{}, gens: map[string]uint64{}, external: map[string]uint64{},
+		writing: map[string]map[string]int{}}
+}
+
+// Writing marks item name of key as being written by the caller until done is called, after
+// the caller's Update or Invalidate: a LIST that finds the item half-written (a create in
+// flight already shows in Azure's list) does not count as someone else's change.
+func (c *ListCache[T]) Writing(key, name string) (done func()) {
+	key, name = strings.ToLower(key), strings.ToLower(name)
+	c.mu.Lock()
+	if c.writing[key] == nil {
+		c.writing[key] = map[string]int{}
+	}
+	c.writing[key][name]++
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.writing[key][name]--; c.writing[key][name] <= 0 {
+				delete(c.writing[key], name)
+			}
+		})
+	}
 }
 
 // ExternalChanges counts the LISTs of key that found items (named and versioned by the cache's
@@ -66,23 +93,22 @@ func (c *ListCache[T]) ExternalChanges(key string) uint64 {
 	return c.external[strings.ToLower(key)]
 }
 
-// sameItems compares two lists by the version function.
-func (c *ListCache[T]) sameItems(a, b []T) bool {
-	if c.version == nil || len(a) != len(b) {
+// sameItems compares two lists of key by the version function, leaving out the items being
+// written. c.mu is held.
+func (c *ListCache[T]) sameItems(key string, a, b []T) bool {
+	if c.version == nil {
 		return false
 	}
-	m := make(map[string]string, len(a))
-	for _, it := range a {
-		name, v := c.version(it)
-		m[name] = v
-	}
-	for _, it := range b {
-		name, v := c.version(it)
-		if have, ok := m[name]; !ok || have != v {
-			return false
+	versions := func(items []T) map[string]string {
+		m := make(map[string]string, len(items))
+		for _, it := range items {
+			if name, v := c.version(it); c.writing[key][name] == 0 {
+				m[name] = v
+			}
 		}
+		return m
 	}
-	return true
+	return maps.Equal(versions(a), versions(b))
 }
 
 // Get returns the items of key, listing them when missing or older than the TTL.
@@ -156,7 +182,7 @@ func (c *ListCache[T]) get(ctx context.Context, key string, maxAge time.Duration
 		e := listEntry[T]{items: items, fetched: started}
 		c.mu.Lock()
 		if c.gens[key] == gen {
-			if prev, had := c.entries[key]; !had || !c.sameItems(prev.items, items) {
+			if prev, had := c.entries[key]; !had || !c.sameItems(key, prev.items, items) {
 				c.external[key]++
 			}
 			c.entries[key] = e

@@ -202,6 +202,17 @@ func TestListCacheExternalChanges(t *testing.T) {
 	if n := refresh(); n != 1 {
 		t.Fatalf("own write: %d", n)
 	}
+	// A create in flight shows in the LIST before the caller's Update: not counted.
+	done := c.Writing("rg", "E")
+	azure = append(azure, "e=1")
+	if n := refresh(); n != 1 {
+		t.Fatalf("own write in flight: %d", n)
+	}
+	c.Update("rg", func(items []string) []string { return append(items, "e=1") })
+	done()
+	if n := refresh(); n != 1 {
+		t.Fatalf("own write done: %d", n)
+	}
 	for i, edit := range []func(){
 		func() { azure[0] = "a=2" },             // changed
 		func() { azure = append(azure, "d=1") }, // added

@@ -245,6 +245,8 @@ func (f *fakeLists) Refresh(ctx context.Context, rg string) ([]*armnetwork.Publi
 func (f *fakeLists) Invalidate(string) { panic("the dry run dropped the real list") }
 
 func (f *fakeLists) ExternalChanges(string) uint64 { return 0 }
+
+func (f *fakeLists) Writing(string, string) func() { return func() {} }
 func (f *fakeLists) Update(string, func([]*armnetwork.PublicIPAddress) []*armnetwork.PublicIPAddress) {
 	panic("the dry run edited the real list")
 }

@@ -167,6 +167,8 @@ type Lists[T any] interface {
 	// ExternalChanges counts the LISTs that found rg's items changed by someone else
 	// (arm.ListCache.ExternalChanges).
 	ExternalChanges(rg string) uint64
+	// Writing marks an item as being written until done (arm.ListCache.Writing).
+	Writing(rg, name string) (done func())
 }
 
 // PublicIPLists and PrivateLinkLists are the two lists the load balancer code keeps.
@@ -233,6 +235,9 @@ func (l *listOverlay[T]) Invalidate(string) {}
 
 // ExternalChanges implements Lists: Azure's, as real counts them (planned edits are not Azure's).
 func (l *listOverlay[T]) ExternalChanges(rg string) uint64 { return l.real.ExternalChanges(rg) }
+
+// Writing implements Lists: a planned write is not one in flight.
+func (l *listOverlay[T]) Writing(string, string) func() { return func() {} }
 
 func (l *listOverlay[T]) Update(rg string, fn func(items []T) []T) {
 	l.r.mu.Lock()

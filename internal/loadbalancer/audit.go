@@ -141,14 +141,15 @@ func (a *Auditor) plan(ctx context.Context, clusterName string, svc *v1.Service,
 // Refresh makes the audits that follow see Azure as it is now: the cluster's load balancers
 // and the NSG are read again (one GET each), and the public IP lists of the services' resource
 // groups listed again unless they are a few seconds old, so drift made by someone else shows.
-// It returns a fingerprint of the changes made by others, as the writers and the public IP
-// lists count them (Writer.ExternalChanges, ListCache.ExternalChanges), and of the pools'
-// read-only back-references, which Azure may change without a new ETag: when it is the same
-// as at a pass that found everything in step, nothing but this CCM changed Azure since. The
-// CCM's own writes (a burst of new services) do not move it.
+// It returns a fingerprint, readable in logs, of the changes made by others as the writers and
+// the public IP lists count them (Writer.ExternalChanges, ListCache.ExternalChanges), and of
+// the pools' read-only back-references, which Azure may change without a new ETag: when it is
+// the same as at a pass that found everything in step, nothing but this CCM changed Azure
+// since. The CCM's own writes (a burst of new services) do not move it.
 func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Service) (string, error) {
 	l := a.lb
-	h := sha256.New()
+	var parts []string
+	refs := sha256.New()
 	var errs []error
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{false, true} {
@@ -159,8 +160,8 @@ func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Se
 				errs = append(errs, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err))
 				continue
 			}
-			fmt.Fprintf(h, "lb %s %d\n", strings.ToLower(c.LBName(internal)), w.ExternalChanges())
-			writeBackReferences(h, lb)
+			parts = append(parts, fmt.Sprintf("lb %s: %d", strings.ToLower(c.LBName(internal)), w.ExternalChanges()))
+			writeBackReferences(refs, lb)
 		}
 	}
 	if l.cfg.SecurityGroupName != "" {
@@ -169,7 +170,7 @@ func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Se
 		if _, _, err := w.PeekETag(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("network security group %s: %w", l.cfg.SecurityGroupName, err))
 		} else {
-			fmt.Fprintf(h, "nsg %d\n", w.ExternalChanges())
+			parts = append(parts, fmt.Sprintf("nsg: %d", w.ExternalChanges()))
 		}
 	}
 	rgs := map[string]bool{strings.ToLower(l.cfg.ResourceGroup): true}
@@ -186,12 +187,13 @@ func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Se
 			errs = append(errs, fmt.Errorf("public IPs of %s: %w", rg, err))
 			continue
 		}
-		fmt.Fprintf(h, "pips %s %d\n", rg, l.opts.PublicIPs.ExternalChanges(rg))
+		parts = append(parts, fmt.Sprintf("public IPs %s: %d", rg, l.opts.PublicIPs.ExternalChanges(rg)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	parts = append(parts, "pool members: "+hex.EncodeToString(refs.Sum(nil))[:16])
+	return strings.Join(parts, ", "), nil
 }
 
 // writeBackReferences adds the NIC-based members of the load balancer's pools to a fingerprint.

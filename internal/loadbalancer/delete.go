@@ -112,10 +112,11 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, 
 func (l *LoadBalancer) releasePIP(ctx context.Context, c *plan.Cluster, s *plan.Service, rg string, p *armnetwork.PublicIPAddress) error {
 	deletable := !plan.UserChosen(s, p)
 	key := s.Key()
+	written := l.pipWriting(rg, str(p.Name))
 	stored, err := l.pipWriter(rg, str(p.Name)).Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
 		return plan.UnbindPIP(c, cur, key, deletable)
 	})
-	l.pipWritten(rg, str(p.Name), stored, err)
+	written(stored, err)
 	if err != nil {
 		return fmt.Errorf("releasing public IP %s: %w", str(p.Name), err)
 	}

@@ -56,6 +56,7 @@ func (l *LoadBalancer) recreatePIPs(ctx context.Context, c *plan.Cluster, s *pla
 		w := l.pipWriter(rg, p.Name)
 		w.Invalidate()
 		key := s.Key()
+		written := l.pipWriting(rg, p.Name)
 		stored, err := w.Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
 			if cur == nil {
 				return nil, nil
@@ -66,7 +67,7 @@ func (l *LoadBalancer) recreatePIPs(ctx context.Context, c *plan.Cluster, s *pla
 			}
 			return nil, nil
 		})
-		l.pipWritten(rg, p.Name, stored, err)
+		written(stored, err)
 		if err != nil {
 			return false, fmt.Errorf("deleting public IP %s to re-create it with new IP tags: %w", p.Name, err)
 		}

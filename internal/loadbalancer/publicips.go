@@ -20,6 +20,16 @@ func (l *LoadBalancer) refreshPIPs(ctx context.Context, rg string) ([]*armnetwor
 	return l.opts.PublicIPs.Refresh(ctx, rg)
 }
 
+// pipWriting marks a write of public IP name as in flight; its done keeps the list cache in
+// step with the write's result (pipWritten) and ends the mark.
+func (l *LoadBalancer) pipWriting(rg, name string) (done func(stored *armnetwork.PublicIPAddress, err error)) {
+	end := l.opts.PublicIPs.Writing(rg, name)
+	return func(stored *armnetwork.PublicIPAddress, err error) {
+		l.pipWritten(rg, name, stored, err)
+		end()
+	}
+}
+
 // pipWritten keeps the list cache in step with a write of public IP name (stored nil: deleted);
 // after a failed write the list is dropped.
 func (l *LoadBalancer) pipWritten(rg, name string, stored *armnetwork.PublicIPAddress, err error) {

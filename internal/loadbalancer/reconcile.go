@@ -162,8 +162,9 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 			// The list this plan came from says what the address is (or that it is missing):
 			// no GET before the write, no 404 lookup for a new service.
 			w.Seed(p.Existing, pipETag(p.Existing))
+			written := l.pipWriting(pipRG, p.Name)
 			stored, err = w.Submit(ctx, p.Mutate)
-			l.pipWritten(pipRG, p.Name, stored, err)
+			written(stored, err)
 			if err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("public IP %s: %w", p.Name, err)
 			}

@@ -182,6 +182,10 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 		klog.V(4).InfoS("Drift audit: nobody else changed Azure since the last pass in step", "services", len(svcs))
 		return PassResult{Unchanged: true}
 	}
+	if c.lastClean != "" && fp != c.lastClean {
+		klog.V(2).InfoS("Drift audit: Azure changed other than by this CCM since the last pass in step; planning every service",
+			"then", c.lastClean, "now", fp)
+	}
 	c.skipped = 0
 
 	// Check every service (no lock, no write), then repair the ones that drifted, together.
