@@ -123,6 +123,10 @@ type Writer[T any] struct {
 	known    string
 	knownSet bool
 	external uint64
+	// writing is set while this writer's own write is in flight: a read meanwhile may see the
+	// write half done (an ETag renewed when the operation is accepted, and again when it
+	// completes) and says nothing about others.
+	writing bool
 }
 
 // Stats counts a writer's ARM traffic (for tests and metrics).
@@ -509,6 +513,9 @@ func (w *Writer[T]) ExternalChanges() uint64 {
 
 // observeLocked records the ETag a read or seed found.
 func (w *Writer[T]) observeLocked(etag string) {
+	if w.writing {
+		return
+	}
 	if !w.knownSet || etag != w.known {
 		w.external++
 	}
@@ -579,6 +586,7 @@ func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string)
 			break
 		}
 		w.count(func(s *Stats) { s.ChildPuts++ })
+		defer w.ownWrite()() // ended after the cache is updated
 		stored, err := cs.PutChild(ctx, work, child, etag)
 		if err != nil {
 			w.failed(err)
@@ -592,6 +600,7 @@ func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string)
 	switch {
 	case work == nil:
 		w.count(func(s *Stats) { s.Deletes++ })
+		defer w.ownWrite()()
 		if err := w.store.Delete(ctx, etag); err != nil {
 			w.failed(err)
 			return nil, fmt.Errorf("delete: %w", err)
@@ -600,6 +609,7 @@ func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string)
 		return nil, nil
 	default:
 		w.count(func(s *Stats) { s.Puts++ })
+		defer w.ownWrite()()
 		stored, newETag, err := w.store.Put(ctx, work, etag)
 		if err != nil {
 			w.failed(err)
@@ -607,6 +617,18 @@ func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string)
 		}
 		w.remember(stored, newETag)
 		return stored, nil
+	}
+}
+
+// ownWrite marks this writer's write as in flight until end (see writing).
+func (w *Writer[T]) ownWrite() (end func()) {
+	w.mu.Lock()
+	w.writing = true
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		w.writing = false
+		w.mu.Unlock()
 	}
 }
 

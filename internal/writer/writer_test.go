@@ -801,3 +801,63 @@ func TestExternalChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalChangesIgnoresReadsDuringOwnWrite: a read answered while the writer's own write
+// is in flight (Azure renews a resource's ETag when it accepts a long-running PUT, and again
+// when it completes) is not someone else's change.
+func TestExternalChangesIgnoresReadsDuringOwnWrite(t *testing.T) {
+	ctx := context.Background()
+	store := &midWriteStore{fakeStore: &fakeStore{obj: &model{}, etag: 1}, accepted: make(chan struct{}), complete: make(chan struct{})}
+	w := New[model](store, Options[model]{CacheTTL: time.Hour})
+	if _, err := w.Peek(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := w.ExternalChanges()
+	store.slow = true
+	done := make(chan error)
+	go func() { _, err := w.Submit(ctx, set("a", 1)); done <- err }()
+	<-store.accepted
+	w.Invalidate()
+	if _, err := w.Peek(ctx); err != nil { // sees the half-done write's ETag
+		t.Fatal(err)
+	}
+	close(store.complete)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w.Invalidate()
+	if _, err := w.Peek(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.ExternalChanges(); n != base {
+		t.Fatalf("own long-running write counted as %d external changes", n-base)
+	}
+}
+
+// midWriteStore's Put, when slow, renews the ETag on acceptance and waits for complete.
+type midWriteStore struct {
+	*fakeStore
+	slow               bool
+	accepted, complete chan struct{}
+}
+
+func (s *midWriteStore) Put(ctx context.Context, obj *model, etag string) (*model, string, error) {
+	if !s.slow {
+		return s.fakeStore.Put(ctx, obj, etag)
+	}
+	s.mu.Lock()
+	if s.obj != nil && etag != strconv.Itoa(s.etag) {
+		s.mu.Unlock()
+		return nil, "", ErrPreconditionFailed
+	}
+	s.etag++ // accepted: provisioning
+	s.mu.Unlock()
+	close(s.accepted)
+	<-s.complete
+	s.mu.Lock()
+	s.obj = jsonClone(obj)
+	s.etag++ // completed
+	e := strconv.Itoa(s.etag)
+	s.mu.Unlock()
+	return jsonClone(obj), e, nil
+}
