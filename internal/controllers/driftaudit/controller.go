@@ -175,16 +175,15 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 		passes.WithLabelValues("error").Inc()
 		return PassResult{Errors: 1}
 	}
-	fp := azure
-	if fp == c.lastClean && c.skipped < c.o.FullEvery {
+	if azure == c.lastClean && c.skipped < c.o.FullEvery {
 		c.skipped++
 		passes.WithLabelValues("unchanged").Inc()
 		klog.V(4).InfoS("Drift audit: nobody else changed Azure since the last pass in step", "services", len(svcs))
 		return PassResult{Unchanged: true}
 	}
-	if c.lastClean != "" && fp != c.lastClean {
+	if c.lastClean != "" && azure != c.lastClean {
 		klog.V(2).InfoS("Drift audit: Azure changed other than by this CCM since the last pass in step; planning every service",
-			"then", c.lastClean, "now", fp)
+			"then", c.lastClean, "now", azure)
 	}
 	c.skipped = 0
 
@@ -230,7 +229,7 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 	})
 
 	if res.Drifted == 0 && res.Errors == 0 && res.Skipped == 0 && ctx.Err() == nil {
-		c.lastClean = fp
+		c.lastClean = azure
 	} else {
 		c.lastClean = ""
 	}
