@@ -18,7 +18,9 @@ import (
 )
 
 // Store reads and writes one resource. Implementations wrap an ARM client (LB, NSG, PIP, backend
-// pool …) or a fake in tests.
+// pool …) or a fake in tests. The models Get and Put return become the writer's: it caches them
+// and hands them to readers without a copy (a 5,000-address load balancer takes milliseconds and
+// megabytes to copy), so a store must not keep or modify them.
 type Store[T any] interface {
 	// Get returns the resource and its ETag, or (nil, "", nil) when it does not exist.
 	Get(ctx context.Context) (*T, string, error)
@@ -167,8 +169,9 @@ func IsPreconditionFailed(err error) bool {
 }
 
 // Submit queues m and blocks until the batch holding it is committed. It returns the resource as
-// stored after that batch (shared between the batch's callers: read it, do not modify it; nil if
-// the resource was deleted or does not exist) and m's own error, or the write's error.
+// stored after that batch (shared with the batch's other callers and the writer's cache: read
+// it, do not modify it; nil if the resource was deleted or does not exist) and m's own error, or
+// the write's error.
 func (w *Writer[T]) Submit(ctx context.Context, m Mutation[T]) (*T, error) {
 	return w.submit(ctx, "", m)
 }
@@ -478,7 +481,8 @@ func (w *Writer[T]) read(ctx context.Context) (*T, string, bool, error) {
 func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
 	w.mu.Lock()
 	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
-		// The cached model is never modified in place (remember stores a fresh copy).
+		// The cached model is never modified in place: it is only read (commit applies
+		// mutations to a copy).
 		cache, etag := w.cache, w.cacheETag
 		w.mu.Unlock()
 		return cache, etag, true, nil
@@ -523,16 +527,11 @@ func (w *Writer[T]) observeLocked(etag string) {
 }
 
 func (w *Writer[T]) remember(obj *T, etag string) {
-	if w.opts.CacheTTL <= 0 {
-		w.mu.Lock()
-		w.gen++ // nothing is cached: no copy either
-		w.known, w.knownSet = etag, true
-		w.mu.Unlock()
-		return
-	}
-	c := w.opts.Clone(obj)
 	w.mu.Lock()
-	w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
+	if w.opts.CacheTTL > 0 {
+		// obj is the store's answer, which nobody else holds: cached as it is.
+		w.cached, w.cache, w.cacheETag, w.cacheAt = true, obj, etag, w.opts.Now()
+	}
 	w.gen++
 	w.known, w.knownSet = etag, true
 	w.mu.Unlock()
@@ -540,10 +539,6 @@ func (w *Writer[T]) remember(obj *T, etag string) {
 
 // rememberIf caches a read's result unless the cache changed since the read was sent.
 func (w *Writer[T]) rememberIf(obj *T, etag string, gen uint64) {
-	var c *T
-	if w.opts.CacheTTL > 0 {
-		c = w.opts.Clone(obj)
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.gen != gen {
@@ -553,7 +548,7 @@ func (w *Writer[T]) rememberIf(obj *T, etag string, gen uint64) {
 	}
 	w.observeLocked(etag)
 	if w.opts.CacheTTL > 0 {
-		w.cached, w.cache, w.cacheETag, w.cacheAt = true, c, etag, w.opts.Now()
+		w.cached, w.cache, w.cacheETag, w.cacheAt = true, obj, etag, w.opts.Now()
 		w.gen++
 	}
 }
@@ -646,10 +641,12 @@ func (w *Writer[T]) count(f func(*Stats)) {
 }
 
 // finish answers every request: its own mutation error, else the batch's write error.
+// The stored model is handed out as it is: callers only read it (see Submit), and the cache
+// never modifies a model in place.
 func (w *Writer[T]) finish(batch []*request[T], errs []error, stored *T, writeErr error) {
 	var shared *T
-	if writeErr == nil && stored != nil {
-		shared = w.opts.Clone(stored)
+	if writeErr == nil {
+		shared = stored
 	}
 	for i, r := range batch {
 		res := result[T]{obj: shared, err: writeErr}

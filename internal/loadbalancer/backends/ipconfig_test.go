@@ -37,13 +37,13 @@ func (m memNIC) Get(context.Context) (*armnetwork.Interface, string, error) {
 	if !ok {
 		return nil, "", nil
 	}
-	return n, "etag", nil
+	return writer.DeepCopy(n), "etag", nil
 }
 
 func (m memNIC) Put(_ context.Context, obj *armnetwork.Interface, _ string) (*armnetwork.Interface, string, error) {
 	m.s.mu.Lock()
 	defer m.s.mu.Unlock()
-	m.s.nics[strings.ToLower(m.id)] = obj
+	m.s.nics[strings.ToLower(m.id)] = writer.DeepCopy(obj)
 	m.s.puts[strings.ToLower(m.id)]++
 	return obj, "etag", nil
 }

@@ -92,10 +92,12 @@ func (b *NodeIP) write(ctx context.Context, lb *armnetwork.LoadBalancer, pool st
 	return err
 }
 
-// SetEntries edits pool to hold want (address → entry name) and runs the pool entries hook.
+// SetEntries edits pool to hold want (address → entry name) and, when that added or removed an
+// entry, runs the pool entries hook. A pool whose addresses stay is left as it is: the hook
+// gives new entries their node's admin state, and the admin-state controller keeps the existing
+// ones; running it anyway would cost a pass over every node for each service of a burst.
 func (b *NodeIP) SetEntries(pool *armnetwork.BackendAddressPool, want map[string]string) {
-	membership.SetAddresses(pool, want, b.vnetID)
-	if b.entries != nil {
+	if membership.SetAddresses(pool, want, b.vnetID) && b.entries != nil {
 		b.entries(pool)
 	}
 }

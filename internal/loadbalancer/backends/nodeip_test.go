@@ -88,3 +88,39 @@ func TestNodeIPSyncDuringPoolMigration(t *testing.T) {
 		})
 	}
 }
+
+// The pool entries hook (the admin state of draining nodes) runs on a pool whose addresses
+// change, and not on one that already holds them: in a burst every service's sync writes the
+// same pool, and the hook is a pass over every node.
+func TestNodeIPEntriesHookOnlyOnChange(t *testing.T) {
+	const lbID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
+	node := func(name, ip string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+	}
+	lb := &armnetwork.LoadBalancer{ID: to.Ptr(lbID), Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+		BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes")}}}}
+	st := &memLB{lb: writer.DeepCopy(lb)}
+	hooks := 0
+	b := &NodeIP{lbs: writer.NewRegistry(func(string) writer.Store[armnetwork.LoadBalancer] { return st }, writer.Options[armnetwork.LoadBalancer]{}),
+		entries: func(*armnetwork.BackendAddressPool) { hooks++ }}
+	for i, step := range []struct {
+		nodes []*v1.Node
+		hooks int
+	}{
+		{[]*v1.Node{node("n0", "10.0.0.4")}, 1},                         // added
+		{[]*v1.Node{node("n0", "10.0.0.4")}, 1},                         // unchanged
+		{[]*v1.Node{node("n0", "10.0.0.4"), node("n1", "10.0.0.5")}, 2}, // added
+		{[]*v1.Node{node("n1", "10.0.0.5")}, 3},                         // removed
+		{[]*v1.Node{node("n1", "10.0.0.5")}, 3},                         // unchanged
+	} {
+		if err := b.Sync(context.Background(), "kubernetes", st.lb, step.nodes); err != nil {
+			t.Fatal(err)
+		}
+		if hooks != step.hooks {
+			t.Fatalf("step %d: hook ran %d times in all, want %d", i, hooks, step.hooks)
+		}
+	}
+	if st.put != 3 {
+		t.Errorf("%d writes, want 3 (one per change)", st.put)
+	}
+}

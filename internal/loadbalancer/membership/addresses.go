@@ -73,8 +73,9 @@ func SameAddresses(pool *armnetwork.BackendAddressPool, want map[string]string) 
 
 // SetAddresses makes pool hold the addresses of want (address → entry name) in the virtual
 // network vnetID, keeping the entries of addresses that stay as they are (with their other
-// properties, such as an admin state) and adding new ones in address order.
-func SetAddresses(pool *armnetwork.BackendAddressPool, want map[string]string, vnetID string) {
+// properties, such as an admin state) and adding new ones in address order. It reports whether
+// it removed or added an entry.
+func SetAddresses(pool *armnetwork.BackendAddressPool, want map[string]string, vnetID string) (changed bool) {
 	if pool.Properties == nil {
 		pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
 	}
@@ -82,15 +83,18 @@ func SetAddresses(pool *armnetwork.BackendAddressPool, want map[string]string, v
 	left := maps.Clone(want)
 	p.LoadBalancerBackendAddresses = slices.DeleteFunc(p.LoadBalancerBackendAddresses, func(a *armnetwork.LoadBalancerBackendAddress) bool {
 		if a.Properties == nil || a.Properties.IPAddress == nil {
+			changed = true
 			return true
 		}
 		if _, ok := left[*a.Properties.IPAddress]; ok {
 			delete(left, *a.Properties.IPAddress)
 			return false
 		}
+		changed = true
 		return true
 	})
 	for _, ip := range slices.Sorted(maps.Keys(left)) {
+		changed = true
 		p.LoadBalancerBackendAddresses = append(p.LoadBalancerBackendAddresses, &armnetwork.LoadBalancerBackendAddress{
 			Name: to.Ptr(left[ip]),
 			Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{
@@ -102,4 +106,5 @@ func SetAddresses(pool *armnetwork.BackendAddressPool, want map[string]string, v
 	if len(p.LoadBalancerBackendAddresses) > 0 && p.VirtualNetwork == nil {
 		p.VirtualNetwork = &armnetwork.SubResource{ID: to.Ptr(vnetID)}
 	}
+	return changed
 }

@@ -143,7 +143,10 @@ func TestSetAddresses(t *testing.T) {
 			if got := SameAddresses(p, tc.want); got != tc.same {
 				t.Errorf("SameAddresses = %v, want %v", got, tc.same)
 			}
-			SetAddresses(p, tc.want, vnet)
+			// SetAddresses changes the pool exactly when it did not hold the addresses.
+			if changed := SetAddresses(p, tc.want, vnet); changed == tc.same {
+				t.Errorf("SetAddresses reported changed=%v, want %v", changed, !tc.same)
+			}
 			if got := renderPool(p); got != tc.out {
 				t.Errorf("pool %q, want %q", got, tc.out)
 			}
