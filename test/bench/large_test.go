@@ -70,6 +70,9 @@ func TestLargeCluster(t *testing.T) {
 		"%d nodes), then %s of steady state with the default sync periods. The CCM's CPU seconds and peak RSS (VmHWM) per "+
 		"phase, from `/proc`. Latency model of the burst once the nodes are initialised.",
 		largeNodes, len(env.Opts.Topology.ScaleSets), largeServices, largeNodes, largeSteady)
+	if largeGoMemLimit != "" {
+		res.Description += " The CCM runs with `GOMEMLIMIT=" + largeGoMemLimit + "` (the chart's default is 410MiB)."
+	}
 	res.Config = map[string]string{"nodes": fmt.Sprint(largeNodes), "services": fmt.Sprint(largeServices),
 		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "CCM flags": strings.Join(append([]string{"--concurrent-node-syncs=10"}, largeExtraFlags...), " "), "progress": "services with an IP", "CCM GOMEMLIMIT": goMemLimit}
 
