@@ -140,6 +140,7 @@ func (d *disksEnv) pod(t *testing.T, name, claim string, nodeSelector map[string
 		Containers:   []corev1.Container{{Name: "c", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/data"}}}},
 		Volumes:      []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
 	}}
+	d.WaitFor("service account default/default", d.DefaultServiceAccount("default"), time.Minute)
 	if _, err := d.Kube.CoreV1().Pods("default").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

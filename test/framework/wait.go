@@ -57,6 +57,19 @@ func (e *Env) WaitFor(what string, cond Condition, timeout time.Duration) {
 	e.T.Logf("framework: %s after %s", what, time.Since(began).Round(time.Millisecond))
 }
 
+// DefaultServiceAccount holds when the namespace's "default" ServiceAccount exists. The
+// kube-controller-manager creates it after the namespace, and until then the API server refuses
+// a pod that does not name another one ("serviceaccount \"default\" not found"): on a busy
+// machine a test can get there first, so wait for it before creating such pods.
+func (e *Env) DefaultServiceAccount(namespace string) Condition {
+	return func(ctx context.Context) (bool, error) {
+		if _, err := e.Kube.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metaGet); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+}
+
 // PodRunning holds when the pod is Running on some node.
 func (e *Env) PodRunning(namespace, name string) Condition {
 	return func(ctx context.Context) (bool, error) {

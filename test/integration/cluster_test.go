@@ -42,6 +42,7 @@ func TestPodRunsOnSimulatedNode(t *testing.T) {
 			Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}},
 		},
 	}
+	env.WaitFor("service account default/default", env.DefaultServiceAccount("default"), time.Minute)
 	if _, err := env.Kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
