@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	azarm "github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	armpolicy "github.com/Azure/azure-sdk-for-go/sdk/azcore/arm/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
@@ -60,6 +61,9 @@ type Clients struct {
 	// Network is for cluster network resources (LB, PIP, NSG, route table, VNet) in the
 	// network subscription (networkResourceSubscriptionID or subscriptionId).
 	Network *armnetwork.ClientFactory
+	// NetworkPipeline is Network's pipeline (same credential and policies) for requests the CCM
+	// builds itself: load balancer documents encoded without the SDK's generated methods.
+	NetworkPipeline *azarm.Client
 	// NodeNetwork is for node NICs, in the compute subscription.
 	NodeNetwork *armnetwork.ClientFactory
 	// Compute is for VMs, scale sets and availability sets.
@@ -169,6 +173,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 	}
 	var err error
 	if c.Network, err = armnetwork.NewClientFactory(cfg.NetworkSubscriptionID(), netCred, netOpts); err != nil {
+		return nil, fmt.Errorf("network client: %w", err)
+	}
+	if c.NetworkPipeline, err = azarm.NewClient("azure-ccm", "v1.0.0", netCred, netOpts.Clone()); err != nil {
 		return nil, fmt.Errorf("network client: %w", err)
 	}
 	c.NodeNetwork = c.Network

@@ -62,12 +62,25 @@ type LoadBalancer struct {
 	ResourceGroup string
 	Name          string
 	PollFrequency time.Duration
+	// Raw, when set, carries the load balancer's GET and PUT (ID names it) with armjson instead
+	// of Client: a load balancer holds an address per node, and the SDK's generated JSON
+	// methods hold tens of megabytes per document of a large cluster while they work.
+	Raw *RawClient
+	ID  string
 }
 
 var _ writer.ChildStore[armnetwork.LoadBalancer] = (*LoadBalancer)(nil)
 
 // Get implements writer.Store.
 func (s *LoadBalancer) Get(ctx context.Context) (*armnetwork.LoadBalancer, string, error) {
+	if s.Raw != nil {
+		var lb armnetwork.LoadBalancer
+		found, err := s.Raw.Get(ctx, s.ID, NetworkAPIVersion, &lb)
+		if err != nil || !found {
+			return nil, "", err
+		}
+		return &lb, etagOf(lb.Etag), nil
+	}
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
 	if IsNotFound(err) {
 		return nil, "", nil
@@ -81,6 +94,13 @@ func (s *LoadBalancer) Get(ctx context.Context) (*armnetwork.LoadBalancer, strin
 // Put implements writer.Store.
 func (s *LoadBalancer) Put(ctx context.Context, obj *armnetwork.LoadBalancer, etag string) (*armnetwork.LoadBalancer, string, error) {
 	trimSubnets(obj)
+	if s.Raw != nil {
+		var lb armnetwork.LoadBalancer
+		if err := s.Raw.Put(ctx, s.ID, NetworkAPIVersion, etag, obj, &lb, poll(s.PollFrequency)); err != nil {
+			return nil, "", err
+		}
+		return &lb, etagOf(lb.Etag), nil
+	}
 	p, err := s.Client.BeginCreateOrUpdate(conditional(ctx, etag), s.ResourceGroup, s.Name, *obj, nil)
 	if err != nil {
 		return nil, "", err
@@ -211,10 +231,22 @@ type SecurityGroup struct {
 	ResourceGroup string
 	Name          string
 	PollFrequency time.Duration
+	// Raw, when set, carries the GET and PUT (ID names the NSG) with armjson, as for load
+	// balancers: a rule per service makes a large document.
+	Raw *RawClient
+	ID  string
 }
 
 // Get implements writer.Store.
 func (s *SecurityGroup) Get(ctx context.Context) (*armnetwork.SecurityGroup, string, error) {
+	if s.Raw != nil {
+		var sg armnetwork.SecurityGroup
+		found, err := s.Raw.Get(ctx, s.ID, NetworkAPIVersion, &sg)
+		if err != nil || !found {
+			return nil, "", err
+		}
+		return &sg, etagOf(sg.Etag), nil
+	}
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
 	if IsNotFound(err) {
 		return nil, "", nil
@@ -229,6 +261,13 @@ func (s *SecurityGroup) Get(ctx context.Context) (*armnetwork.SecurityGroup, str
 func (s *SecurityGroup) Put(ctx context.Context, obj *armnetwork.SecurityGroup, etag string) (*armnetwork.SecurityGroup, string, error) {
 	if etag == "" {
 		return nil, "", errors.New("network security group " + s.Name + " does not exist; the provider does not create it")
+	}
+	if s.Raw != nil {
+		var sg armnetwork.SecurityGroup
+		if err := s.Raw.Put(ctx, s.ID, NetworkAPIVersion, etag, obj, &sg, poll(s.PollFrequency)); err != nil {
+			return nil, "", err
+		}
+		return &sg, etagOf(sg.Etag), nil
 	}
 	p, err := s.Client.BeginCreateOrUpdate(conditional(ctx, etag), s.ResourceGroup, s.Name, *obj, nil)
 	if err != nil {

@@ -24,6 +24,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/armjson"
+	"github.com/azure-ccm/azure-ccm/internal/azstore"
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
@@ -207,6 +209,9 @@ func (c *Cloud) Start(ctx context.Context) error {
 	c.Resolver = nodes.NewResolver(cfg, c.Clients.Caches, nodes.NewNodeMap())
 	wo := writers.OptionsFor(cfg)
 	wo.Network, wo.NodeNetwork, wo.Compute = c.Clients.Network, c.Clients.NodeNetwork, c.Clients.Compute
+	if c.Clients.NetworkPipeline != nil {
+		wo.NetworkRaw = azstore.NewRawClient(c.Clients.NetworkPipeline, armjson.New())
+	}
 	wo.PollFrequency, wo.RouteGather, wo.DisableMerging = c.Clients.PollFrequency, c.opts.RouteGatherWindow, c.opts.DisableWriteMerging
 	c.Writers = writers.New(wo)
 	c.started.Store(true)

@@ -46,7 +46,10 @@ type Options struct {
 	// that of scale sets (may be nil where no scale set is written).
 	Network     *armnetwork.ClientFactory
 	NodeNetwork *armnetwork.ClientFactory
-	Compute     *armcompute.ClientFactory
+	// NetworkRaw, when set, carries load balancer and NSG GETs and PUTs (Network's
+	// subscription) with the armjson codec instead of the SDK's generated JSON methods.
+	NetworkRaw *azstore.RawClient
+	Compute    *armcompute.ClientFactory
 	// PollFrequency of long-running operations (default 5s).
 	PollFrequency time.Duration
 	// CacheTTL of every model but the route table's (default 120s; negative: no cache).
@@ -116,11 +119,11 @@ func New(o Options) *Set {
 	net, nodeNet, compute := o.Network, o.NodeNetwork, o.Compute
 	return &Set{
 		LoadBalancers: writer.NewRegistry(func(id string) writer.Store[armnetwork.LoadBalancer] {
-			return &azstore.LoadBalancer{Client: net.NewLoadBalancersClient(), Pools: net.NewLoadBalancerBackendAddressPoolsClient(),
+			return &azstore.LoadBalancer{Client: net.NewLoadBalancersClient(), Pools: net.NewLoadBalancerBackendAddressPoolsClient(), Raw: o.NetworkRaw, ID: id,
 				ResourceGroup: azureid.ResourceGroup(id), Name: azureid.Name(id), PollFrequency: poll}
 		}, writer.Options[armnetwork.LoadBalancer]{CacheTTL: cacheTTL, MaxBatch: maxBatch, Gather: gather}),
 		SecurityGroups: writer.NewRegistry(func(id string) writer.Store[armnetwork.SecurityGroup] {
-			return &azstore.SecurityGroup{Client: net.NewSecurityGroupsClient(), ResourceGroup: azureid.ResourceGroup(id),
+			return &azstore.SecurityGroup{Client: net.NewSecurityGroupsClient(), Raw: o.NetworkRaw, ID: id, ResourceGroup: azureid.ResourceGroup(id),
 				Name: azureid.Name(id), PollFrequency: poll}
 		}, writer.Options[armnetwork.SecurityGroup]{CacheTTL: nsgTTL, MaxBatch: maxBatch, Gather: gather}),
 		PublicIPs: writer.NewRegistry(func(id string) writer.Store[armnetwork.PublicIPAddress] {
