@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -190,6 +191,15 @@ func (s *LoadBalancer) PutChild(ctx context.Context, work *armnetwork.LoadBalanc
 	i := poolIndex(work, pool)
 	if i < 0 {
 		return nil, errors.New("backend pool " + pool + " is not on load balancer " + s.Name)
+	}
+	if s.Raw != nil {
+		var stored armnetwork.BackendAddressPool
+		id := s.ID + "/backendAddressPools/" + url.PathEscape(pool)
+		if err := s.Raw.Put(ctx, id, NetworkAPIVersion, etag, work.Properties.BackendAddressPools[i], &stored, poll(s.PollFrequency)); err != nil {
+			return nil, err
+		}
+		work.Properties.BackendAddressPools[i] = &stored
+		return work, nil
 	}
 	p, err := s.Pools.BeginCreateOrUpdate(conditional(ctx, etag), s.ResourceGroup, s.Name, pool, *work.Properties.BackendAddressPools[i], nil)
 	if err != nil {
