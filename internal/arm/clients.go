@@ -62,7 +62,8 @@ type Clients struct {
 	// network subscription (networkResourceSubscriptionID or subscriptionId).
 	Network *armnetwork.ClientFactory
 	// NetworkPipeline is Network's pipeline (same credential and policies) for requests the CCM
-	// builds itself: load balancer documents encoded without the SDK's generated methods.
+	// builds itself: load balancer, backend pool and NSG documents encoded without the SDK's
+	// generated methods (azstore.RawClient).
 	NetworkPipeline *azarm.Client
 	// NodeNetwork is for node NICs, in the compute subscription.
 	NodeNetwork *armnetwork.ClientFactory
