@@ -28,7 +28,39 @@ var (
 	// largeGoMemLimit is the CCM's GOMEMLIMIT (e.g. "410MiB", the chart's default); unset by
 	// default, as earlier runs were. Named in the result.
 	largeGoMemLimit = os.Getenv("BENCH_LARGE_GOMEMLIMIT")
+	// largeLBs is how many load balancer configurations share the nodes and services.
+	largeLBs = envInt("BENCH_LARGE_LBS", defaultLargeLBs(largeNodes, largeServices))
 )
+
+// defaultLargeLBs is one load balancer while Azure's limits allow it (5,000 addresses in a
+// backend pool, 600 frontends on a load balancer, the services split evenly between public and
+// internal), else enough multiple-load-balancer configurations to stay under them with
+// headroom: at most 4,000 nodes and 500 frontends of each kind per configuration.
+func defaultLargeLBs(nodes, services int) int {
+	perKind := (services + 1) / 2
+	if nodes <= 5000 && perKind <= 600 {
+		return 1
+	}
+	return max((nodes+3999)/4000, (perKind+499)/500)
+}
+
+// largeScenario names the result: the published 5,000-node run is "large-cluster"; a larger
+// one is kept beside it under its node count instead of replacing it.
+func largeScenario(nodes, services int) (scenario, title string) {
+	if nodes <= 5000 {
+		return "large-cluster", "5,000 nodes and 1,000 services: CCM memory and CPU"
+	}
+	return fmt.Sprintf("large-cluster-%d", nodes), fmt.Sprintf("%s nodes and %s services: CCM memory and CPU", thousands(nodes), thousands(services))
+}
+
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
 
 // largeTopology spreads n machines over scale sets of at most 1,000 instances (Azure's limit)
 // in a /16 node subnet.
@@ -51,11 +83,20 @@ func largeTopology(n int) *topology.Topology {
 // time and peak memory while it initialises the nodes, while it converges the services and in
 // a steady state after.
 func TestLargeCluster(t *testing.T) {
+	cloudConfig := nodeIPConfig()
+	if largeLBs > 1 {
+		cloudConfig = mslbScaleConfig(mslbNames(largeLBs))
+	}
 	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: largeTopology(largeNodes), StartupTimeout: 10 * time.Minute,
-		ClusterExtraArgs: clusterArgs, CloudConfig: nodeIPConfig()})
+		ClusterExtraArgs: clusterArgs, CloudConfig: cloudConfig})
 	b := &bench{t: t, env: env}
-	res := newResult("large-cluster", "5,000 nodes and 1,000 services: CCM memory and CPU", "TestLargeCluster",
-		"BENCH_LARGE_NODES", "BENCH_LARGE_SERVICES", "BENCH_LARGE_STEADY_SECONDS")
+	scenario, title := largeScenario(largeNodes, largeServices)
+	res := newResult(scenario, title, "TestLargeCluster",
+		"BENCH_LARGE_NODES", "BENCH_LARGE_SERVICES", "BENCH_LARGE_STEADY_SECONDS", "BENCH_LARGE_LBS")
+	if largeNodes > 5000 {
+		// Larger than the default, not reduced: the overrides stay in the command.
+		res.Reduced = false
+	}
 	if len(largeExtraFlags) > 0 {
 		res.Command = "BENCH_LARGE_CCM_FLAGS='" + strings.Join(largeExtraFlags, " ") + "' " + res.Command
 	}
@@ -65,16 +106,26 @@ func TestLargeCluster(t *testing.T) {
 		goMemLimit = largeGoMemLimit
 		env.SetCCMEnv("GOMEMLIMIT=" + largeGoMemLimit)
 	}
+	placement := fmt.Sprintf("half public on `kubernetes`, half internal on `kubernetes-internal`, one TCP port each; `nodeIP` pools of all %d nodes", largeNodes)
+	if largeLBs > 1 {
+		placement = "half public, half internal, one TCP port each; `nodeIP` pools"
+	}
 	res.Description = fmt.Sprintf("%d KWOK nodes in %d scale sets of up to 1,000 instances, then %d LoadBalancer services created at "+
-		"once (half public on `kubernetes`, half internal on `kubernetes-internal`, one TCP port each; `nodeIP` pools of all "+
-		"%d nodes), then %s of steady state with the default sync periods. The CCM's CPU seconds and peak RSS (VmHWM) per "+
+		"once (%s), then %s of steady state with the default sync periods. The CCM's CPU seconds and peak RSS (VmHWM) per "+
 		"phase, from `/proc`. Latency model of the burst once the nodes are initialised.",
-		largeNodes, len(env.Opts.Topology.ScaleSets), largeServices, largeNodes, largeSteady)
+		largeNodes, len(env.Opts.Topology.ScaleSets), largeServices, placement, largeSteady)
+	if largeLBs > 1 {
+		res.Description += fmt.Sprintf(" A backend pool holds at most 5,000 addresses and a load balancer 600 frontends, so the services "+
+			"and nodes are spread over %d load balancer configurations (`multipleStandardLoadBalancerConfigurations` %s, each the "+
+			"primaryVMSet of one scale set; the other nodes go to the one with the fewest, services to the one with the fewest rules).",
+			largeLBs, strings.Join(mslbNames(largeLBs), ", "))
+	}
 	if largeGoMemLimit != "" {
 		res.Description += " The CCM runs with `GOMEMLIMIT=" + largeGoMemLimit + "` (the chart's default is 410MiB)."
 	}
 	res.Config = map[string]string{"nodes": fmt.Sprint(largeNodes), "services": fmt.Sprint(largeServices),
-		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "CCM flags": strings.Join(append([]string{"--concurrent-node-syncs=10"}, largeExtraFlags...), " "), "progress": "services with an IP", "CCM GOMEMLIMIT": goMemLimit}
+		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "CCM flags": strings.Join(append([]string{"--concurrent-node-syncs=10"}, largeExtraFlags...), " "), "progress": "services with an IP", "CCM GOMEMLIMIT": goMemLimit,
+		"load balancer configurations": fmt.Sprint(largeLBs)}
 
 	b.createNodes(env.Machines)
 	// Ten node workers instead of upstream's default one, as a cluster of this size is run.

@@ -225,7 +225,7 @@ func Load(dir string) ([]*Result, error) {
 }
 
 // Order is the report's scenario order.
-var Order = []string{"lb-burst", "steady-state", "scale-set-scaling", "rolling-upgrade", "adminstate", "throttling", "throttling-gate", "large-cluster", "multislb-scale", "local-churn", "azsim"}
+var Order = []string{"lb-burst", "steady-state", "scale-set-scaling", "rolling-upgrade", "adminstate", "throttling", "throttling-gate", "large-cluster", "large-cluster-10000", "multislb-scale", "local-churn", "azsim"}
 
 func rank(s string) int {
 	if i := slices.Index(Order, s); i >= 0 {
