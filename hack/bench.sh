@@ -14,7 +14,9 @@
 #   TestRollingUpgrade       → rolling-upgrade; BENCH_ROLL_*
 #   TestAdminStateBench      → adminstate
 #   TestThrottling, TestThrottlingScaledLimits → throttling, throttling-gate; BENCH_THROTTLE_*, BENCH_GATE_*
-#   TestLargeCluster         → large-cluster; BENCH_LARGE_* (BENCH_LARGE_GOMEMLIMIT: the CCM's GOMEMLIMIT)
+#   TestLargeCluster         → large-cluster; BENCH_LARGE_* (BENCH_LARGE_GOMEMLIMIT: the CCM's GOMEMLIMIT);
+#                              BENCH_LARGE_NODES=10000 BENCH_LARGE_SERVICES=2000 → large-cluster-10000, over
+#                              3 load balancer configurations (Azure's pool and frontend limits; BENCH_LARGE_LBS)
 #   TestMultiSLBScale        → multislb-scale (1,000 services over 4 load balancers on 100 nodes);
 #                              BENCH_MSLB_SERVICES, BENCH_MSLB_NODES, BENCH_MSLB_LBS, BENCH_MSLB_BUDGET_SECONDS
 #   TestLocalChurn           → local-churn (50 Local services on 100 nodes, 3 minutes of pod churn);
