@@ -33,6 +33,13 @@ var (
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "nodes", StabilityLevel: metrics.ALPHA,
 		Help: "Nodes placed on each configured load balancer.",
 	}, []string{"load_balancer"})
+	// nodePasses counts the node placement requests of service reconciles by what they cost:
+	// skipped (nothing changed since the last pass), joined (shared a pass queued by another),
+	// ran or failed (ran a pass that succeeded or failed).
+	nodePasses = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "node_passes_total", StabilityLevel: metrics.ALPHA,
+		Help: "Node placement requests by result (skipped, joined, ran, failed).",
+	}, []string{"result"})
 	// LocalPoolSyncs counts writes of Local service pools by trigger (reconcile, node_sync) and
 	// result (updated, unchanged, error).
 	LocalPoolSyncs = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -46,7 +53,7 @@ var (
 // RegisterMetrics adds the metrics to the legacy registry served on /metrics (idempotent).
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		for _, c := range []metrics.Registerable{placements, moves, nodeMoves, nodesPerLB, LocalPoolSyncs} {
+		for _, c := range []metrics.Registerable{placements, moves, nodeMoves, nodesPerLB, nodePasses, LocalPoolSyncs} {
 			legacyregistry.MustRegister(c)
 		}
 	})

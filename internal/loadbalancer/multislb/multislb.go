@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -77,14 +78,14 @@ type Placer struct {
 	lbs    *writer.Registry[armnetwork.LoadBalancer]
 	filter membership.NodeFilter
 
-	// mu serialises node placement: one placement pass at a time sees and writes every pool.
-	mu sync.Mutex
+	// passes runs the node placement passes one at a time; nodeLB is the passes' alone.
+	passes passQueue[nodePassInput]
 	// nodeLB is the last placement (node name -> configuration), so a node placed on a load
 	// balancer that does not exist yet keeps its place until that load balancer is created.
 	nodeLB map[string]string
-	// settled fingerprints the inputs of the last node placement pass that wrote nothing (0:
+	// settled fingerprints the inputs of the last node placement pass that succeeded (0:
 	// none); see placement.Fingerprint.
-	settled uint64
+	settled atomic.Uint64
 
 	// pendingMu guards pending: the rules of services placed on a load balancer whose write has
 	// not landed yet, by pendingKey. Placement counts them too; otherwise every service of a

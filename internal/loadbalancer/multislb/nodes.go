@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -23,17 +24,23 @@ type lbPair struct {
 }
 
 // SyncNodes places the nodes on the configured load balancers and makes every existing load
-// balancer's cluster pools hold the nodes placed on it. Every service reconcile calls it; a
-// pass whose inputs (eligible nodes, which load balancers exist) are those of the last pass
-// that wrote nothing is skipped.
-func (p *Placer) SyncNodes(ctx context.Context, base *plan.Cluster, all []*v1.Node) (err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// balancer's cluster pools hold the nodes placed on it. Every service reconcile calls it, so it
+// must cost nothing when nothing changed: a call whose inputs (eligible nodes, which load
+// balancers exist) are those of the last pass that succeeded returns at once, and calls that
+// arrive while a pass runs share the next one instead of each running their own.
+func (p *Placer) SyncNodes(ctx context.Context, base *plan.Cluster, all []*v1.Node) error {
 	eligible := p.filter.Eligible(all)
-	if cached, ok := p.cachedExistence(base); ok && placement.Fingerprint(cached, eligible) == p.settled {
+	if cached, ok := p.cachedExistence(base); ok && placement.Fingerprint(cached, eligible) == p.settled.Load() {
+		nodePasses.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	p.settled = 0
+	return p.passes.do(ctx, nodePassInput{base: base, eligible: eligible}, p.placeNodes)
+}
+
+// placeNodes is one node placement pass; the pass queue runs one at a time.
+func (p *Placer) placeNodes(ctx context.Context, in nodePassInput) (err error) {
+	base, eligible := in.base, in.eligible
+	p.settled.Store(0)
 
 	pairs, err := p.readPairs(ctx, base)
 	if err != nil {
@@ -44,17 +51,23 @@ func (p *Placer) SyncNodes(ctx context.Context, base *plan.Cluster, all []*v1.No
 	seen := placement.Fingerprint(existence(pairs), eligible)
 	defer func() {
 		if err == nil {
-			p.settled = seen
+			p.settled.Store(seen)
+		} else {
+			klog.V(2).InfoS("Node placement pass failed; the next service reconcile runs another", "err", err)
 		}
 	}()
 
-	in := placement.NodeInputs(eligible, p.nodeLB, heldPools(pairs, base.ClusterName), nodeAddresses)
-	assigned, unplaced := placement.PlaceNodes(p.cfgs, in)
+	assigned, unplaced := placement.PlaceNodes(p.cfgs, placement.NodeInputs(eligible, p.nodeLB, heldPools(pairs, base.ClusterName), nodeAddresses))
 	p.report(eligible, assigned, unplaced)
 	p.nodeLB = assigned
 
-	var errs []error
-	for _, pr := range pairs {
+	// The load balancers' pools are written concurrently: each has its own writer, and a
+	// write waits for the batch its load balancer is busy with.
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, 2*len(pairs))
+	)
+	for k, pr := range pairs {
 		var mine []*v1.Node
 		for _, n := range eligible {
 			if assigned[n.Name] == pr.c.LBNamePrefix {
@@ -66,11 +79,16 @@ func (p *Placer) SyncNodes(ctx context.Context, base *plan.Cluster, all []*v1.No
 			if pr.lb[i] == nil {
 				continue
 			}
-			if err := p.o.Pools.Sync(ctx, base.ClusterName, pr.lb[i], mine); err != nil {
-				errs = append(errs, fmt.Errorf("backend pools of %s: %w", pr.c.LBName(internal), err))
-			}
+			wg.Add(1)
+			go func(slot int, lb *armnetwork.LoadBalancer, name string) {
+				defer wg.Done()
+				if err := p.o.Pools.Sync(ctx, base.ClusterName, lb, mine); err != nil {
+					errs[slot] = fmt.Errorf("backend pools of %s: %w", name, err)
+				}
+			}(2*k+i, pr.lb[i], pr.c.LBName(internal))
 		}
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
