@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -321,5 +322,65 @@ func TestMultiSLBNodePlacementSettles(t *testing.T) {
 	}
 	if got := poolIPs(e.lbOrNil(t, "lb-a"), testCluster); len(got) != 0 {
 		t.Fatalf("lb-a still holds %v after n2 lost its label", got)
+	}
+}
+
+// Node placement requests that find the load balancer caches dropped (a drift audit, a write
+// that failed) run one pass between them, and a pass whose pools already hold their nodes
+// submits nothing to the load balancers' writers: a burst of service reconciles must not queue
+// no-op pool changes behind each other's load balancer writes.
+func TestMultiSLBConcurrentNodeRequestsShareAPass(t *testing.T) {
+	e, idx := multiEnv(t)
+	ctx := ctxT(t)
+	nodes := []*v1.Node{node("n1", "10.240.0.11", nil), node("n2", "10.240.0.12", map[string]string{"lb": "a"}), node("n3", "10.240.0.13", nil)}
+	e.ensure(t, ctx, idx, service("e2eeeeee-0000-0000-0000-000000000000", "share", nil), nodes)
+	base := plan.NewCluster(e.cfg, testCluster, nil)
+	if err := e.placer.SyncNodes(ctx, base, nodes); err != nil {
+		t.Fatal(err)
+	}
+	lbs := e.buildOpts.Writers.LoadBalancers
+	lbs.InvalidateAll()
+	batches := func() (n int) {
+		for _, c := range e.placer.Clusters(base) {
+			for _, internal := range []bool{false, true} {
+				n += lbs.For(c.LBID(c.LBName(internal))).Stats().Batches
+			}
+		}
+		return n
+	}
+	lbCalls := func() (gets, writes int64) {
+		for _, c := range e.srv.Middleware().Stats().Requests {
+			if c.ResourceType != "Microsoft.Network/loadBalancers" && !strings.HasPrefix(c.ResourceType, "Microsoft.Network/loadBalancers/") {
+				continue
+			}
+			if c.Method == "GET" {
+				gets += c.Count
+			} else {
+				writes += c.Count
+			}
+		}
+		return gets, writes
+	}
+	before := batches()
+	gets0, writes0 := lbCalls()
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = e.placer.SyncNodes(ctx, base, nodes) }()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if b := batches(); b != before {
+		t.Errorf("%d writer batches for pools that held their nodes, want none", b-before)
+	}
+	gets1, writes1 := lbCalls()
+	gets, writes := gets1-gets0, writes1-writes0
+	// One pass reads each of the six configured load balancers once (absent ones too); the
+	// requests that arrived meanwhile share at most one more pass, which finds them cached.
+	if writes != 0 || gets > 6 {
+		t.Fatalf("20 concurrent requests: %d reads, %d writes of load balancers; want at most 6 reads and no write", gets, writes)
 	}
 }

@@ -80,6 +80,7 @@ type Placer struct {
 
 	// passes runs the node placement passes one at a time; nodeLB is the passes' alone.
 	passes passQueue[nodePassInput]
+	views  *nodeViews
 	// nodeLB is the last placement (node name -> configuration), so a node placed on a load
 	// balancer that does not exist yet keeps its place until that load balancer is created.
 	nodeLB map[string]string
@@ -110,7 +111,8 @@ func New(o Options) (*Placer, error) {
 		return nil, err
 	}
 	RegisterMetrics()
-	return &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: backends.NodeIPFilter(o.Config),
+	filter := backends.NodeIPFilter(o.Config)
+	return &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: filter, views: newNodeViews(filter),
 		nodeLB: map[string]string{}, pending: map[string]int{}, pendingPLS: map[string]int{}}, nil
 }
 

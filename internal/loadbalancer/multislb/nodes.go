@@ -29,17 +29,17 @@ type lbPair struct {
 // balancers exist) are those of the last pass that succeeded returns at once, and calls that
 // arrive while a pass runs share the next one instead of each running their own.
 func (p *Placer) SyncNodes(ctx context.Context, base *plan.Cluster, all []*v1.Node) error {
-	eligible := p.filter.Eligible(all)
-	if cached, ok := p.cachedExistence(base); ok && placement.Fingerprint(cached, eligible) == p.settled.Load() {
+	view := p.views.of(all)
+	if cached, ok := p.cachedExistence(base); ok && placement.Fingerprint(cached, view.fp) == p.settled.Load() {
 		nodePasses.WithLabelValues("skipped").Inc()
 		return nil
 	}
-	return p.passes.do(ctx, nodePassInput{base: base, eligible: eligible}, p.placeNodes)
+	return p.passes.do(ctx, nodePassInput{base: base, nodes: view}, p.placeNodes)
 }
 
 // placeNodes is one node placement pass; the pass queue runs one at a time.
 func (p *Placer) placeNodes(ctx context.Context, in nodePassInput) (err error) {
-	base, eligible := in.base, in.eligible
+	base, eligible := in.base, in.nodes.eligible
 	p.settled.Store(0)
 
 	pairs, err := p.readPairs(ctx, base)
@@ -48,7 +48,7 @@ func (p *Placer) placeNodes(ctx context.Context, in nodePassInput) (err error) {
 	}
 	// What this pass saw: a load balancer created while it ran makes the next pass run, so
 	// the fingerprint is of the load balancers as read here, not as cached afterwards.
-	seen := placement.Fingerprint(existence(pairs), eligible)
+	seen := placement.Fingerprint(existence(pairs), in.nodes.fp)
 	defer func() {
 		if err == nil {
 			p.settled.Store(seen)

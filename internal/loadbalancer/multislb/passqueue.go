@@ -5,15 +5,13 @@ import (
 	"errors"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 )
 
 // nodePassInput is what a node placement pass works from.
 type nodePassInput struct {
-	base     *plan.Cluster
-	eligible []*v1.Node
+	base  *plan.Cluster
+	nodes *nodeView
 }
 
 // passQueue runs passes one at a time and lets callers share them. A caller that arrives while

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"encoding/binary"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -65,19 +66,29 @@ type LBExists struct {
 }
 
 // Fingerprint hashes what node placement depends on: which configured load balancers exist and
-// the eligible nodes (name, VM set, labels, addresses), in any order. Rule changes (new ETags)
-// do not count: they leave the pools alone. Equal fingerprints mean a placement pass would
-// write nothing new.
-func Fingerprint(lbs []LBExists, eligible []*v1.Node) uint64 {
+// the eligible nodes (nodes: their NodesFingerprint). Rule changes (new ETags) do not count:
+// they leave the pools alone. Equal fingerprints mean a placement pass would write nothing new.
+func Fingerprint(lbs []LBExists, nodes uint64) uint64 {
+	h := fnv.New64a()
+	for _, lb := range lbs {
+		_, _ = h.Write([]byte(lb.Name))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(strconv.FormatBool(lb.Exists)))
+		_, _ = h.Write([]byte{0})
+	}
+	_, _ = h.Write(binary.LittleEndian.AppendUint64(nil, nodes))
+	return h.Sum64()
+}
+
+// NodesFingerprint hashes what node placement reads of the eligible nodes (name, VM set,
+// labels, addresses), in any order.
+func NodesFingerprint(eligible []*v1.Node) uint64 {
 	h := fnv.New64a()
 	put := func(ss ...string) {
 		for _, s := range ss {
 			_, _ = h.Write([]byte(s))
 			_, _ = h.Write([]byte{0})
 		}
-	}
-	for _, lb := range lbs {
-		put(lb.Name, strconv.FormatBool(lb.Exists))
 	}
 	// Node lists come from listers, in no particular order.
 	sorted := slices.Clone(eligible)

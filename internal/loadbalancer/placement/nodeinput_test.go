@@ -72,7 +72,7 @@ func TestFingerprint(t *testing.T) {
 	a := kubeNode("a", ssPrefix+"pool0/virtualMachines/0", map[string]string{"k": "1", "j": "2"}, "10.0.0.4")
 	b := kubeNode("b", ssPrefix+"pool0/virtualMachines/1", nil, "10.0.0.5")
 	lbs := []LBExists{{Name: "kubernetes", Exists: true}, {Name: "kubernetes-internal"}}
-	base := Fingerprint(lbs, []*v1.Node{a, b})
+	base := Fingerprint(lbs, NodesFingerprint([]*v1.Node{a, b}))
 	relabelled := a.DeepCopy()
 	relabelled.Labels["k"] = "changed"
 	readdressed := b.DeepCopy()
@@ -94,7 +94,7 @@ func TestFingerprint(t *testing.T) {
 		{"a load balancer created", []LBExists{{Name: "kubernetes", Exists: true}, {Name: "kubernetes-internal", Exists: true}}, []*v1.Node{a, b}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Fingerprint(tc.lbs, tc.nodes) == base; got != tc.same {
+			if got := Fingerprint(tc.lbs, NodesFingerprint(tc.nodes)) == base; got != tc.same {
 				t.Errorf("same fingerprint %v, want %v (%s)", got, tc.same, fmt.Sprint(tc.nodes))
 			}
 		})
