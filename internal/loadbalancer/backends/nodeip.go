@@ -35,10 +35,15 @@ func NewNodeIP(cfg *config.Config, ws *writers.Set, entries PoolEntries) *NodeIP
 
 // Sync implements Backends.
 func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
+	return b.SyncEligible(ctx, clusterName, lb, b.filter.Eligible(nodes))
+}
+
+// SyncEligible is Sync for nodes already filtered with NodeIPFilter (the placement of multiple
+// load balancers filters them once for every pool).
+func (b *NodeIP) SyncEligible(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, eligible []*v1.Node) error {
 	if lb == nil || PreConfigured(b.preConfigured, str(lb.Name)) {
 		return nil
 	}
-	eligible := b.filter.Eligible(nodes)
 	var errs []error
 	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {
 		name := naming.BackendPoolName(clusterName, fam)

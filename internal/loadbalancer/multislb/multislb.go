@@ -69,6 +69,9 @@ type Options struct {
 	// EndpointNodes names the nodes of a Local service's ready endpoints (optional: without it,
 	// a Local service's pool holds every eligible node).
 	EndpointNodes EndpointNodesFunc
+	// DryRun: the placer of a dry-run implementation (drift audit, plan); its node passes are
+	// not counted in the metrics.
+	DryRun bool
 }
 
 // Placer places services and nodes on the configured load balancers.
@@ -112,8 +115,12 @@ func New(o Options) (*Placer, error) {
 	}
 	RegisterMetrics()
 	filter := backends.NodeIPFilter(o.Config)
-	return &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: filter, views: newNodeViews(filter),
-		nodeLB: map[string]string{}, pending: map[string]int{}, pendingPLS: map[string]int{}}, nil
+	p := &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: filter, views: newNodeViews(filter),
+		nodeLB: map[string]string{}, pending: map[string]int{}, pendingPLS: map[string]int{}}
+	if !o.DryRun {
+		p.passes.observe = func(result string) { nodePasses.WithLabelValues(result).Inc() }
+	}
+	return p, nil
 }
 
 func pendingKey(prefix string, internal bool) string { return fmt.Sprintf("%s/%t", prefix, internal) }

@@ -31,7 +31,7 @@ type lbPair struct {
 func (p *Placer) SyncNodes(ctx context.Context, base *plan.Cluster, all []*v1.Node) error {
 	view := p.views.of(all)
 	if cached, ok := p.cachedExistence(base); ok && placement.Fingerprint(cached, view.fp) == p.settled.Load() {
-		nodePasses.WithLabelValues("skipped").Inc()
+		p.passes.count("skipped")
 		return nil
 	}
 	return p.passes.do(ctx, nodePassInput{base: base, nodes: view}, p.placeNodes)
@@ -82,7 +82,7 @@ func (p *Placer) placeNodes(ctx context.Context, in nodePassInput) (err error) {
 			wg.Add(1)
 			go func(slot int, lb *armnetwork.LoadBalancer, name string) {
 				defer wg.Done()
-				if err := p.o.Pools.Sync(ctx, base.ClusterName, lb, mine); err != nil {
+				if err := p.o.Pools.SyncEligible(ctx, base.ClusterName, lb, mine); err != nil {
 					errs[slot] = fmt.Errorf("backend pools of %s: %w", name, err)
 				}
 			}(2*k+i, pr.lb[i], pr.c.LBName(internal))

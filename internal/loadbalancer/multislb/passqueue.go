@@ -20,6 +20,9 @@ type nodePassInput struct {
 // with the newest caller's input. However many callers arrive during a pass, it is followed by
 // one pass, not one each.
 type passQueue[In any] struct {
+	// observe is told how each call was served: joined, ran or failed (nil: not told).
+	observe func(result string)
+
 	mu      sync.Mutex
 	running *pass[In]
 	queued  *pass[In]
@@ -39,7 +42,7 @@ func (q *passQueue[In]) do(ctx context.Context, in In, run func(context.Context,
 		if p := q.queued; p != nil {
 			p.in = in
 			q.mu.Unlock()
-			nodePasses.WithLabelValues("joined").Inc()
+			q.count("joined")
 			select {
 			case <-p.done:
 			case <-ctx.Done():
@@ -66,15 +69,21 @@ func (q *passQueue[In]) do(ctx context.Context, in In, run func(context.Context,
 
 		p.err = run(ctx, in)
 		if p.err != nil {
-			nodePasses.WithLabelValues("failed").Inc()
+			q.count("failed")
 		} else {
-			nodePasses.WithLabelValues("ran").Inc()
+			q.count("ran")
 		}
 		q.mu.Lock()
 		q.running = nil
 		q.mu.Unlock()
 		close(p.done)
 		return p.err
+	}
+}
+
+func (q *passQueue[In]) count(result string) {
+	if q.observe != nil {
+		q.observe(result)
 	}
 }
 
