@@ -115,7 +115,7 @@ func New(o Options) (*Placer, error) {
 	}
 	RegisterMetrics()
 	filter := backends.NodeIPFilter(o.Config)
-	p := &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: filter, views: newNodeViews(filter),
+	p := &Placer{o: o, cfgs: cfgs, lbs: o.Writers.LoadBalancers, filter: filter, views: newNodeViews(filter, placement.NodeLabelKeys(cfgs)),
 		nodeLB: map[string]string{}, pending: map[string]int{}, pendingPLS: map[string]int{}}
 	if !o.DryRun {
 		p.passes.observe = func(result string) { nodePasses.WithLabelValues(result).Inc() }

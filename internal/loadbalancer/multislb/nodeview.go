@@ -24,14 +24,16 @@ type nodeView struct {
 // was a quarter of the CCM's CPU in a burst of services.
 type nodeViews struct {
 	filter membership.NodeFilter
-	seed   maphash.Seed
+	// labelKeys are the labels placement reads (placement.NodeLabelKeys).
+	labelKeys []string
+	seed      maphash.Seed
 
 	mu   sync.Mutex
 	last *nodeView
 }
 
-func newNodeViews(filter membership.NodeFilter) *nodeViews {
-	return &nodeViews{filter: filter, seed: maphash.MakeSeed()}
+func newNodeViews(filter membership.NodeFilter, labelKeys []string) *nodeViews {
+	return &nodeViews{filter: filter, labelKeys: labelKeys, seed: maphash.MakeSeed()}
 }
 
 // of returns the view of all, from memory when all is the node list of the last call.
@@ -46,7 +48,7 @@ func (v *nodeViews) of(all []*v1.Node) *nodeView {
 		}
 	}
 	eligible := v.filter.Eligible(all)
-	nv := &nodeView{key: key, eligible: eligible, fp: placement.NodesFingerprint(eligible)}
+	nv := &nodeView{key: key, eligible: eligible, fp: placement.NodesFingerprint(eligible, v.labelKeys)}
 	if ok {
 		v.mu.Lock()
 		v.last = nv

@@ -15,7 +15,7 @@ func viewNode(name, rv string, labels map[string]string) *v1.Node {
 }
 
 func TestNodeViews(t *testing.T) {
-	v := newNodeViews(membership.NodeFilter{ExcludeControlPlane: true})
+	v := newNodeViews(membership.NodeFilter{ExcludeControlPlane: true}, []string{"x"})
 	a, b := viewNode("a", "1", nil), viewNode("b", "2", nil)
 	cp := viewNode("cp", "3", map[string]string{membership.LabelRoleControlPlane: ""})
 	first := v.of([]*v1.Node{a, b, cp})

@@ -80,9 +80,27 @@ func Fingerprint(lbs []LBExists, nodes uint64) uint64 {
 	return h.Sum64()
 }
 
-// NodesFingerprint hashes what node placement reads of the eligible nodes (name, VM set,
-// labels, addresses), in any order.
-func NodesFingerprint(eligible []*v1.Node) uint64 {
+// NodeLabelKeys are the node labels the configurations' node selectors read, sorted: the only
+// labels node placement depends on (besides the agent pool label, through VMSetOf).
+func NodeLabelKeys(cfgs []Config) []string {
+	var keys []string
+	for _, c := range cfgs {
+		if c.Nodes == nil {
+			continue
+		}
+		reqs, _ := c.Nodes.Requirements()
+		for _, r := range reqs {
+			keys = append(keys, r.Key())
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// NodesFingerprint hashes what node placement reads of the eligible nodes, in any order: name,
+// VM set, addresses and the labels named by labelKeys (NodeLabelKeys). Other labels change
+// often (controllers add and update them) and place no node elsewhere.
+func NodesFingerprint(eligible []*v1.Node, labelKeys []string) uint64 {
 	h := fnv.New64a()
 	put := func(ss ...string) {
 		for _, s := range ss {
@@ -95,13 +113,10 @@ func NodesFingerprint(eligible []*v1.Node) uint64 {
 	slices.SortFunc(sorted, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range sorted {
 		put(n.Name, VMSetOf(n))
-		keys := make([]string, 0, len(n.Labels))
-		for k := range n.Labels {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			put(k, n.Labels[k])
+		for _, k := range labelKeys {
+			if v, ok := n.Labels[k]; ok {
+				put(k, v)
+			}
 		}
 		for _, a := range n.Status.Addresses {
 			put(string(a.Type), a.Address)

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
 )
 
 func kubeNode(name, providerID string, labels map[string]string, addrs ...string) *v1.Node {
@@ -68,13 +70,31 @@ func TestNodeInputs(t *testing.T) {
 	}
 }
 
+func TestNodeLabelKeys(t *testing.T) {
+	cfgs, err := Compile([]config.MultipleStandardLoadBalancerConfiguration{
+		{Name: "a", NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "x"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpExists}}}},
+		{Name: "b", NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "y"}}},
+		{Name: "c"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := NodeLabelKeys(cfgs); fmt.Sprint(got) != "[pool zone]" {
+		t.Errorf("keys %v, want [pool zone]", got)
+	}
+}
+
 func TestFingerprint(t *testing.T) {
 	a := kubeNode("a", ssPrefix+"pool0/virtualMachines/0", map[string]string{"k": "1", "j": "2"}, "10.0.0.4")
 	b := kubeNode("b", ssPrefix+"pool0/virtualMachines/1", nil, "10.0.0.5")
 	lbs := []LBExists{{Name: "kubernetes", Exists: true}, {Name: "kubernetes-internal"}}
-	base := Fingerprint(lbs, NodesFingerprint([]*v1.Node{a, b}))
+	keys := []string{"j", "k"}
+	base := Fingerprint(lbs, NodesFingerprint([]*v1.Node{a, b}, keys))
 	relabelled := a.DeepCopy()
 	relabelled.Labels["k"] = "changed"
+	otherLabel := a.DeepCopy()
+	otherLabel.Labels["beta.kubernetes.io/arch"] = "amd64"
 	readdressed := b.DeepCopy()
 	readdressed.Status.Addresses[0].Address = "10.0.0.9"
 	moved := b.DeepCopy()
@@ -88,13 +108,14 @@ func TestFingerprint(t *testing.T) {
 		{"same input", lbs, []*v1.Node{a, b}, true},
 		{"node order", lbs, []*v1.Node{b, a}, true},
 		{"a label changed", lbs, []*v1.Node{relabelled, b}, false},
+		{"a label no node selector reads added", lbs, []*v1.Node{otherLabel, b}, true},
 		{"an address changed", lbs, []*v1.Node{a, readdressed}, false},
 		{"another VM set", lbs, []*v1.Node{a, moved}, false},
 		{"a node less", lbs, []*v1.Node{a}, false},
 		{"a load balancer created", []LBExists{{Name: "kubernetes", Exists: true}, {Name: "kubernetes-internal", Exists: true}}, []*v1.Node{a, b}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Fingerprint(tc.lbs, NodesFingerprint(tc.nodes)) == base; got != tc.same {
+			if got := Fingerprint(tc.lbs, NodesFingerprint(tc.nodes, keys)) == base; got != tc.same {
 				t.Errorf("same fingerprint %v, want %v (%s)", got, tc.same, fmt.Sprint(tc.nodes))
 			}
 		})
