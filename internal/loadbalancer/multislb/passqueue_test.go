@@ -43,11 +43,7 @@ func TestPassQueueCallersShareTheNextPass(t *testing.T) {
 	for i := 1; i <= callers; i++ {
 		wg.Add(1)
 		go func(in int) { defer wg.Done(); _ = q.do(context.Background(), in, run) }(i)
-		waitFor(t, func() bool {
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			return q.queued != nil && q.queued.in == i
-		})
+		waitQueued(t, &q, i)
 	}
 	close(release)
 	wg.Wait()
@@ -82,11 +78,7 @@ func TestPassQueueJoinersGetThePassError(t *testing.T) {
 			<-started
 			continue
 		}
-		waitFor(t, func() bool {
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			return q.queued != nil && q.queued.in == i
-		})
+		waitQueued(t, &q, i)
 	}
 	close(release)
 	wg.Wait()
@@ -126,7 +118,7 @@ func TestPassQueueLeaderContextEnds(t *testing.T) {
 	go func() { defer wg.Done(); leaderErr = q.do(dead, 1, run) }()
 	waitFor(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.queued != nil })
 	go func() { defer wg.Done(); joinerErr = q.do(context.Background(), 2, run) }()
-	waitFor(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.queued != nil && q.queued.in == 2 })
+	waitQueued(t, &q, 2)
 	cancel()
 	close(release)
 	wg.Wait()
@@ -136,6 +128,16 @@ func TestPassQueueLeaderContextEnds(t *testing.T) {
 	if len(ran) != 3 || ran[2] != 2 {
 		t.Fatalf("passes %v, want [0 2 2]: the joiner re-ran the pass on its own context", ran)
 	}
+}
+
+// waitQueued waits until the pass queued next has input in.
+func waitQueued(t *testing.T, q *passQueue[int], in int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.queued != nil && q.queued.in == in
+	})
 }
 
 func waitFor(t *testing.T, cond func() bool) {
