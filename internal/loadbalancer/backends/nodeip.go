@@ -84,12 +84,7 @@ func (b *NodeIP) Detach(ctx context.Context, clusterName string, lb *armnetwork.
 }
 
 // write makes pool hold want (address → entry name), keeping the entries of addresses that stay.
-// A pool that lb (the caller's fresh model) shows holding want is not submitted: every service
-// reconcile syncs the pools, and a no-op submitted to a busy writer still waits for its batch.
 func (b *NodeIP) write(ctx context.Context, lb *armnetwork.LoadBalancer, pool string, want map[string]string) error {
-	if p := FindPool(lb, pool); p != nil && membership.SameAddresses(p, want) {
-		return nil
-	}
 	_, err := b.lbs.For(str(lb.ID)).SubmitChild(ctx, pool, func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
 		p := FindPool(cur, pool)
 		if p == nil {

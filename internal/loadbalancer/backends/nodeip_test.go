@@ -124,31 +124,3 @@ func TestNodeIPEntriesHookOnlyOnChange(t *testing.T) {
 		t.Errorf("%d writes, want 3 (one per change)", st.put)
 	}
 }
-
-// A pool the caller's model already shows holding the nodes is not submitted to the writer:
-// every service reconcile syncs the pools, and each no-op would wait for a batch of a busy
-// load balancer (at 10,000 nodes that serialised a burst of services).
-func TestNodeIPSyncSubmitsNothingWhenHeld(t *testing.T) {
-	const lbID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.4"}}}}
-	held := &armnetwork.LoadBalancer{ID: to.Ptr(lbID), Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
-		BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes"), Properties: &armnetwork.BackendAddressPoolPropertiesFormat{
-			LoadBalancerBackendAddresses: []*armnetwork.LoadBalancerBackendAddress{{Name: to.Ptr("n0"),
-				Properties: &armnetwork.LoadBalancerBackendAddressPropertiesFormat{IPAddress: to.Ptr("10.0.0.4")}}}}}}}}
-	st := &memLB{lb: writer.DeepCopy(held)}
-	reg := writer.NewRegistry(func(string) writer.Store[armnetwork.LoadBalancer] { return st }, writer.Options[armnetwork.LoadBalancer]{})
-	b := &NodeIP{lbs: reg}
-	if err := b.Sync(context.Background(), "kubernetes", held, []*v1.Node{node}); err != nil {
-		t.Fatal(err)
-	}
-	if s := reg.For(lbID).Stats(); s.Batches != 0 || s.Gets != 0 || st.put != 0 {
-		t.Fatalf("held pool: %+v, %d puts; want nothing submitted", s, st.put)
-	}
-	// The node leaves: now the pool is written.
-	if err := b.Sync(context.Background(), "kubernetes", held, nil); err != nil {
-		t.Fatal(err)
-	}
-	if st.put != 1 || len(addrs(st.lb, "kubernetes")) != 0 {
-		t.Fatalf("%d puts, pool %v; want one write emptying it", st.put, addrs(st.lb, "kubernetes"))
-	}
-}
