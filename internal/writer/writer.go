@@ -97,6 +97,9 @@ type request[T any] struct {
 	m   Mutation[T]
 	// action, when set, is an operation run alone in the writer's turn (Do); m is then nil.
 	action Action[T]
+	// between marks an action that needs only to fall between two writes (DoBetween): the
+	// mutations queued after it may be written first.
+	between bool
 	// child names the one child m changes (SubmitChild); "" for any change.
 	child string
 	done  chan result[T]
@@ -211,7 +214,20 @@ type Action[T any] func(ctx context.Context, store Store[T]) error
 // before those queued after it, never batched with any. The cached model is dropped afterwards
 // (the action changed the resource), so the next batch reads it again.
 func (w *Writer[T]) Do(ctx context.Context, a Action[T]) error {
-	r := &request[T]{ctx: ctx, action: a, done: make(chan result[T], 1)}
+	return w.do(ctx, a, false)
+}
+
+// DoBetween runs a between two of the writer's writes, never during one, like Do; but the
+// mutations queued after it may join the batch being taken, so it runs after that batch. For an
+// action whose only rule is not to overlap a write (writes to other resources that change this
+// one on Azure's side): a burst of them, one per caller, would otherwise split the writer's
+// batches into one write per action. It waits at most one batch longer than Do would.
+func (w *Writer[T]) DoBetween(ctx context.Context, a Action[T]) error {
+	return w.do(ctx, a, true)
+}
+
+func (w *Writer[T]) do(ctx context.Context, a Action[T], between bool) error {
+	r := &request[T]{ctx: ctx, action: a, between: between, done: make(chan result[T], 1)}
 	w.mu.Lock()
 	w.pending = append(w.pending, r)
 	if !w.running {
@@ -362,26 +378,35 @@ func (w *Writer[T]) run() {
 	}
 }
 
-// drain takes the queued requests (up to MaxBatch together with the have already taken),
-// answering those whose caller already gave up.
+// drain takes the queued mutations (up to MaxBatch together with the have already taken),
+// answering those whose caller already gave up. It stops at an action queued with Do; actions
+// queued with DoBetween stay queued, in their order, ahead of what the batch leaves, so they run
+// right after it.
 func (w *Writer[T]) drain(have int) []*request[T] {
 	w.mu.Lock()
-	n := len(w.pending)
-	// An action waits for its turn: the batch takes only what was queued before it.
+	room := len(w.pending)
+	if w.opts.MaxBatch > 0 {
+		room = max(w.opts.MaxBatch-have, 0)
+	}
+	var batch, left, waiting []*request[T]
 	for i, r := range w.pending {
-		if r.action != nil {
-			n = i
+		if r.action != nil && !r.between {
+			left = append(left, w.pending[i:]...)
 			break
 		}
+		if r.action != nil {
+			waiting = append(waiting, r)
+			continue
+		}
+		if len(batch) == room {
+			left = append(left, w.pending[i:]...)
+			break
+		}
+		batch = append(batch, r)
 	}
-	if room := w.opts.MaxBatch - have; w.opts.MaxBatch > 0 && n > room {
-		n = max(room, 0)
-	}
-	batch := w.pending[:n:n]
-	if n == len(w.pending) {
-		w.pending = nil
-	} else {
-		w.pending = w.pending[n:]
+	w.pending = nil
+	if rest := append(waiting, left...); len(rest) > 0 {
+		w.pending = rest
 	}
 	w.mu.Unlock()
 	live := batch[:0]

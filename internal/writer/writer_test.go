@@ -753,3 +753,63 @@ func TestSeed(t *testing.T) {
 		})
 	}
 }
+
+// An action queued with DoBetween lets the mutations queued after it join the batch being
+// taken, and runs after that batch; one queued with Do splits it (TestActionRunsInTurn).
+func TestActionBetweenWritesDoesNotSplitTheBatch(t *testing.T) {
+	s := &fakeStore{obj: &model{Items: map[string]int{"init": 1}}, gate: make(chan struct{})}
+	w := New[model](s, Options[model]{CacheTTL: time.Minute})
+	set := func(k string, v int) Mutation[model] {
+		return func(cur *model) (*model, error) { cur.Items[k] = v; return cur, nil }
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	submit := func(k string) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, err := w.Submit(context.Background(), set(k, 1)); errs <- err }()
+	}
+	submit("a")
+	for deadline := time.Now().Add(5 * time.Second); w.Stats().Gets == 0 || w.Pending() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first batch never started reading")
+		}
+	}
+	var mu sync.Mutex
+	var seen []map[string]int
+	action := func(ctx context.Context, st Store[model]) error {
+		obj, _, err := st.Get(ctx)
+		if err == nil {
+			mu.Lock()
+			seen = append(seen, obj.Items)
+			mu.Unlock()
+		}
+		return err
+	}
+	// a (being read), action, b, action, c: the batch takes a, b and c; both actions follow it.
+	for i, k := range []string{"b", "c"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- w.DoBetween(context.Background(), action) }()
+		waitPending(t, w, 2+2*i)
+		submit(k)
+		waitPending(t, w, 3+2*i)
+	}
+	close(s.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.puts != 1 {
+		t.Fatalf("%d puts, want 1: the actions between writes must not split the batch", s.puts)
+	}
+	if len(seen) != 2 {
+		t.Fatalf("%d actions ran, want 2", len(seen))
+	}
+	for _, items := range seen {
+		if items["a"] != 1 || items["b"] != 1 || items["c"] != 1 {
+			t.Fatalf("an action saw %v: it must run after the batch it was queued beside", items)
+		}
+	}
+}

@@ -61,6 +61,8 @@ type ipConfigBackends struct {
 	// inLBTurn runs f in the load balancer writer's turn (between its batches), so the
 	// writes that change the load balancer as a side effect never overlap a write of it: each
 	// overlap cost a 412 and a re-sent load balancer, and a burst of them failed service syncs.
+	// Services queued at the writer behind f still join the batch being taken (DoBetween):
+	// in a burst every service's reconcile queues one f, and each would otherwise end a batch.
 	// Optional (nil: f runs at once).
 	inLBTurn func(ctx context.Context, lbID string, f func(ctx context.Context) error) error
 
@@ -502,7 +504,7 @@ func newIPConfig(o Options) *ipConfigBackends {
 		scaleSets:     o.Writers.ScaleSets,
 		lbChanged:     func(lbID string) { lbs.For(lbID).Invalidate() },
 		inLBTurn: func(ctx context.Context, lbID string, f func(ctx context.Context) error) error {
-			return lbs.For(lbID).Do(ctx, func(ctx context.Context, _ writer.Store[armnetwork.LoadBalancer]) error { return f(ctx) })
+			return lbs.For(lbID).DoBetween(ctx, func(ctx context.Context, _ writer.Store[armnetwork.LoadBalancer]) error { return f(ctx) })
 		},
 	}
 	if c := o.Caches; c != nil {
