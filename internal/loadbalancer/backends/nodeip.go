@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -25,22 +27,76 @@ type NodeIP struct {
 	entries PoolEntries
 	// preConfigured is preConfiguredBackendPoolLoadBalancerTypes.
 	preConfigured string
+	// last is what was computed from the last node list (nodeIPMemo).
+	last *nodeIPMemo
+}
+
+// nodeIPMemo holds the eligible nodes and pool entries of one node list. Every service
+// reconcile passes the same informer objects, and each held its own 5,000-entry map while its
+// pool change waited for the load balancer's batch: with many workers in a burst that was
+// megabytes per service. Shared by callers, never modified.
+type nodeIPMemo struct {
+	seed maphash.Seed
+
+	mu       sync.Mutex
+	key      uint64
+	valid    bool
+	eligible []*v1.Node
+	entries  map[naming.Family]map[string]string
 }
 
 // NewNodeIP returns the IP-based pool backends; entries may be nil.
 func NewNodeIP(cfg *config.Config, ws *writers.Set, entries PoolEntries) *NodeIP {
 	return &NodeIP{vnetID: VNetID(cfg), filter: NodeIPFilter(cfg), lbs: ws.LoadBalancers, entries: entries,
-		preConfigured: cfg.PreConfiguredBackendPoolLoadBalancerTypes}
+		preConfigured: cfg.PreConfiguredBackendPoolLoadBalancerTypes, last: &nodeIPMemo{seed: maphash.MakeSeed()}}
 }
 
 // Sync implements Backends.
 func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
-	return b.SyncEligible(ctx, clusterName, lb, b.filter.Eligible(nodes))
+	if b.last == nil {
+		return b.syncWith(ctx, clusterName, lb, b.filter.Eligible(nodes), nil)
+	}
+	key, ok := membership.NodeListKey(b.last.seed, nodes)
+	if !ok {
+		return b.syncWith(ctx, clusterName, lb, b.filter.Eligible(nodes), nil)
+	}
+	m := b.last
+	m.mu.Lock()
+	if !m.valid || m.key != key {
+		m.key, m.valid, m.eligible, m.entries = key, true, b.filter.Eligible(nodes), map[naming.Family]map[string]string{}
+	}
+	eligible := m.eligible
+	m.mu.Unlock()
+	entries := func(fam naming.Family) map[string]string {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.key != key {
+			// A newer node list replaced the memo meanwhile: compute this caller's own.
+			return membership.AddressEntries(eligible, fam)
+		}
+		e, ok := m.entries[fam]
+		if !ok {
+			e = membership.AddressEntries(eligible, fam)
+			m.entries[fam] = e
+		}
+		return e
+	}
+	return b.syncWith(ctx, clusterName, lb, eligible, entries)
 }
 
 // SyncEligible is Sync for nodes already filtered with NodeIPFilter (the placement of multiple
 // load balancers filters them once for every pool).
 func (b *NodeIP) SyncEligible(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, eligible []*v1.Node) error {
+	return b.syncWith(ctx, clusterName, lb, eligible, nil)
+}
+
+// syncWith is SyncEligible taking each family's pool entries from entries (computed from
+// eligible when nil).
+func (b *NodeIP) syncWith(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, eligible []*v1.Node,
+	entries func(naming.Family) map[string]string) error {
+	if entries == nil {
+		entries = func(fam naming.Family) map[string]string { return membership.AddressEntries(eligible, fam) }
+	}
 	if lb == nil || PreConfigured(b.preConfigured, str(lb.Name)) {
 		return nil
 	}
@@ -61,7 +117,7 @@ func (b *NodeIP) SyncEligible(ctx context.Context, clusterName string, lb *armne
 			errs = append(errs, fmt.Errorf("backend pool %s is still NIC-based (nodeIPConfiguration); it moves to IP-based membership at the next CCM start", name))
 			continue
 		}
-		if err := b.write(ctx, lb, name, membership.AddressEntries(eligible, fam)); err != nil {
+		if err := b.write(ctx, lb, name, entries(fam)); err != nil {
 			errs = append(errs, fmt.Errorf("backend pool %s: %w", name, err))
 		}
 	}

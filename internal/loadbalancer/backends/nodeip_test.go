@@ -2,6 +2,8 @@ package backends
 
 import (
 	"context"
+	"hash/maphash"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
@@ -122,5 +125,51 @@ func TestNodeIPEntriesHookOnlyOnChange(t *testing.T) {
 	}
 	if st.put != 3 {
 		t.Errorf("%d writes, want 3 (one per change)", st.put)
+	}
+}
+
+// The pool entries of a node list are computed once and shared by the reconciles that pass the
+// same nodes (by name and resource version); a node's new resource version is a new list.
+func TestNodeIPEntriesRememberedPerNodeList(t *testing.T) {
+	const lbID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
+	node := func(name, rv, ip string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv},
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+	}
+	lb := &armnetwork.LoadBalancer{ID: to.Ptr(lbID), Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
+		BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes")}}}}
+	st := &memLB{lb: writer.DeepCopy(lb)}
+	b := &NodeIP{lbs: writer.NewRegistry(func(string) writer.Store[armnetwork.LoadBalancer] { return st }, writer.Options[armnetwork.LoadBalancer]{}),
+		last: &nodeIPMemo{seed: maphash.MakeSeed()}}
+	n0 := node("n0", "1", "10.0.0.4")
+	sync := func(nodes ...*v1.Node) []string {
+		t.Helper()
+		if err := b.Sync(context.Background(), "kubernetes", st.lb, nodes); err != nil {
+			t.Fatal(err)
+		}
+		return addrs(st.lb, "kubernetes")
+	}
+	if got := sync(n0); len(got) != 1 || got[0] != "10.0.0.4" {
+		t.Fatalf("pool %v", got)
+	}
+	first := b.last.entries[naming.IPv4]
+	// Informer objects are never modified in place; one that is (same resource version) shows
+	// that the list was not mapped again.
+	n0.Status.Addresses[0].Address = "10.0.0.9"
+	if got := sync(n0); len(got) != 1 || got[0] != "10.0.0.4" {
+		t.Fatalf("pool %v: the same node list must be served from memory", got)
+	}
+	if reflect.ValueOf(b.last.entries[naming.IPv4]).UnsafePointer() != reflect.ValueOf(first).UnsafePointer() {
+		t.Fatal("the entries of the same node list were computed again")
+	}
+	if got := sync(node("n0", "2", "10.0.0.9")); len(got) != 1 || got[0] != "10.0.0.9" {
+		t.Fatalf("pool %v: a new resource version must be mapped again", got)
+	}
+	// A node without a resource version (built by hand) is never remembered.
+	if got := sync(node("n0", "", "10.0.0.7")); len(got) != 1 || got[0] != "10.0.0.7" {
+		t.Fatalf("pool %v", got)
+	}
+	if got := sync(node("n0", "", "10.0.0.8")); len(got) != 1 || got[0] != "10.0.0.8" {
+		t.Fatalf("pool %v: a list without resource versions must be mapped afresh", got)
 	}
 }

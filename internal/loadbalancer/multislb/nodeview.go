@@ -2,7 +2,6 @@ package multislb
 
 import (
 	"hash/maphash"
-	"math/bits"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -57,30 +56,7 @@ func (v *nodeViews) of(all []*v1.Node) *nodeView {
 	return nv
 }
 
-// listKey identifies a node list by its objects' names and resource versions, in any order:
-// an informer replaces a node's object, with a new resource version, on every change of it.
-// ok is false when a node has no resource version (not read from the API server): such a list
-// is always filtered and hashed afresh.
+// listKey identifies all by its nodes' names and resource versions (membership.NodeListKey).
 func (v *nodeViews) listKey(all []*v1.Node) (key uint64, ok bool) {
-	var sum, xor uint64
-	var h maphash.Hash
-	h.SetSeed(v.seed)
-	n := 0
-	for _, node := range all {
-		if node == nil {
-			continue
-		}
-		if node.ResourceVersion == "" {
-			return 0, false
-		}
-		h.Reset()
-		_, _ = h.WriteString(node.Name)
-		_ = h.WriteByte(0)
-		_, _ = h.WriteString(node.ResourceVersion)
-		x := h.Sum64()
-		sum += x
-		xor ^= x
-		n++
-	}
-	return sum ^ bits.RotateLeft64(xor, 32) ^ uint64(n), true
+	return membership.NodeListKey(v.seed, all)
 }
