@@ -29,9 +29,11 @@ import (
 
 // defaultConcurrentServiceSyncs replaces the upstream default of --concurrent-service-syncs (1).
 // Workers mostly wait on group-commit writers, and a load balancer or NSG write carries the
-// changes of every worker waiting on it: 50 workers let a burst of services share a few writes
-// (test/bench TestLoadBalancerBurst).
-const defaultConcurrentServiceSyncs = 50
+// changes of every worker waiting on it, so a write can merge at most as many services as there
+// are workers: with 50, a burst of 300 services cost 15 load balancer and 19 NSG writes; with
+// every service of the burst in flight at once, 3 and 4 (test/bench TestLoadBalancerBurstNICPools).
+// A worker is a goroutine waiting on ARM; what a service sync holds of the node list is shared.
+const defaultConcurrentServiceSyncs = 500
 
 // --kube-api-qps / --kube-api-burst defaults (upstream 20 / 30), see main.
 const (

@@ -202,9 +202,9 @@ type burstVariant struct {
 // and the group-commit writers (merging). All three are this CCM; none is the existing
 // provider.
 var burstVariants = []burstVariant{
-	{"ours", nil, "the CCM as shipped: 50 service workers, one group-commit writer per Azure resource (100 ms gathering window)"},
-	{"50 workers, no merging", []string{"--disable-lb-write-merging"},
-		"50 service workers, every service its own read-modify-write of each resource (`--disable-lb-write-merging`)"},
+	{"ours", nil, "the CCM as shipped: 500 service workers, one group-commit writer per Azure resource (100 ms gathering window)"},
+	{"50 workers, no merging", []string{"--concurrent-service-syncs=50", "--disable-lb-write-merging"},
+		"50 service workers, every service its own read-modify-write of each resource (`--concurrent-service-syncs=50 --disable-lb-write-merging`)"},
 	{"1 worker, no merging", []string{"--concurrent-service-syncs=1", "--disable-lb-write-merging"},
 		"one service at a time, every service its own read-modify-write (`--concurrent-service-syncs=1 --disable-lb-write-merging`); " +
 			"it approximates one-at-a-time reconciliation with this CCM's code, it is not the existing provider"},
