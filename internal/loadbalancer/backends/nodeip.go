@@ -31,18 +31,33 @@ type NodeIP struct {
 	last *nodeIPMemo
 }
 
-// nodeIPMemo holds the eligible nodes and pool entries of one node list. Every service
-// reconcile passes the same informer objects, and each held its own 5,000-entry map while its
-// pool change waited for the load balancer's batch: with many workers in a burst that was
-// megabytes per service. Shared by callers, never modified.
+// nodeIPMemo holds the pool entries of the last eligible nodes, by their names and internal
+// addresses (membership.AddressesKey). Every service reconcile passes the nodes, and each held
+// its own 5,000-entry map while its pool change waited for the load balancer's batch: with
+// hundreds of workers in a burst that was tens of megabytes. Shared by callers, never modified.
 type nodeIPMemo struct {
 	seed maphash.Seed
 
-	mu       sync.Mutex
-	key      uint64
-	valid    bool
-	eligible []*v1.Node
-	entries  map[naming.Family]map[string]string
+	mu      sync.Mutex
+	key     uint64
+	entries map[naming.Family]map[string]string
+}
+
+// of returns eligible's pool entries of family fam, from memory when eligible has the names
+// and addresses of the last nodes asked for.
+func (m *nodeIPMemo) of(eligible []*v1.Node, fam naming.Family) map[string]string {
+	key := membership.AddressesKey(m.seed, eligible)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entries == nil || m.key != key {
+		m.key, m.entries = key, map[naming.Family]map[string]string{}
+	}
+	e, ok := m.entries[fam]
+	if !ok {
+		e = membership.AddressEntries(eligible, fam)
+		m.entries[fam] = e
+	}
+	return e
 }
 
 // NewNodeIP returns the IP-based pool backends; entries may be nil.
@@ -53,52 +68,18 @@ func NewNodeIP(cfg *config.Config, ws *writers.Set, entries PoolEntries) *NodeIP
 
 // Sync implements Backends.
 func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
-	if b.last == nil {
-		return b.syncWith(ctx, clusterName, lb, b.filter.Eligible(nodes), nil)
-	}
-	key, ok := membership.NodeListKey(b.last.seed, nodes)
-	if !ok {
-		return b.syncWith(ctx, clusterName, lb, b.filter.Eligible(nodes), nil)
-	}
-	m := b.last
-	m.mu.Lock()
-	if !m.valid || m.key != key {
-		m.key, m.valid, m.eligible, m.entries = key, true, b.filter.Eligible(nodes), map[naming.Family]map[string]string{}
-	}
-	eligible := m.eligible
-	m.mu.Unlock()
-	entries := func(fam naming.Family) map[string]string {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if m.key != key {
-			// A newer node list replaced the memo meanwhile: compute this caller's own.
-			return membership.AddressEntries(eligible, fam)
-		}
-		e, ok := m.entries[fam]
-		if !ok {
-			e = membership.AddressEntries(eligible, fam)
-			m.entries[fam] = e
-		}
-		return e
-	}
-	return b.syncWith(ctx, clusterName, lb, eligible, entries)
+	return b.SyncEligible(ctx, clusterName, lb, b.filter.Eligible(nodes))
 }
 
 // SyncEligible is Sync for nodes already filtered with NodeIPFilter (the placement of multiple
 // load balancers filters them once for every pool).
 func (b *NodeIP) SyncEligible(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, eligible []*v1.Node) error {
-	return b.syncWith(ctx, clusterName, lb, eligible, nil)
-}
-
-// syncWith is SyncEligible taking each family's pool entries from entries (computed from
-// eligible when nil).
-func (b *NodeIP) syncWith(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, eligible []*v1.Node,
-	entries func(naming.Family) map[string]string) error {
-	if entries == nil {
-		entries = func(fam naming.Family) map[string]string { return membership.AddressEntries(eligible, fam) }
-	}
 	if lb == nil || PreConfigured(b.preConfigured, str(lb.Name)) {
 		return nil
+	}
+	entries := func(fam naming.Family) map[string]string { return membership.AddressEntries(eligible, fam) }
+	if b.last != nil {
+		entries = func(fam naming.Family) map[string]string { return b.last.of(eligible, fam) }
 	}
 	var errs []error
 	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {

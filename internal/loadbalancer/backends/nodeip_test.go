@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,48 +129,51 @@ func TestNodeIPEntriesHookOnlyOnChange(t *testing.T) {
 	}
 }
 
-// The pool entries of a node list are computed once and shared by the reconciles that pass the
-// same nodes (by name and resource version); a node's new resource version is a new list.
-func TestNodeIPEntriesRememberedPerNodeList(t *testing.T) {
+// The pool entries are computed once for the names and addresses of the eligible nodes and
+// shared by the reconciles that pass them, whatever else changed on the nodes (a status
+// heartbeat gives a node a new resource version); a changed address is computed again.
+func TestNodeIPEntriesRememberedByAddresses(t *testing.T) {
 	const lbID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/kubernetes"
 	node := func(name, rv, ip string) *v1.Node {
 		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv},
-			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: name}}}}
 	}
 	lb := &armnetwork.LoadBalancer{ID: to.Ptr(lbID), Name: to.Ptr("kubernetes"), Properties: &armnetwork.LoadBalancerPropertiesFormat{
 		BackendAddressPools: []*armnetwork.BackendAddressPool{{Name: to.Ptr("kubernetes")}}}}
 	st := &memLB{lb: writer.DeepCopy(lb)}
 	b := &NodeIP{lbs: writer.NewRegistry(func(string) writer.Store[armnetwork.LoadBalancer] { return st }, writer.Options[armnetwork.LoadBalancer]{}),
 		last: &nodeIPMemo{seed: maphash.MakeSeed()}}
-	n0 := node("n0", "1", "10.0.0.4")
-	sync := func(nodes ...*v1.Node) []string {
-		t.Helper()
-		if err := b.Sync(context.Background(), "kubernetes", st.lb, nodes); err != nil {
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	var prev map[string]string
+	for i, step := range []struct {
+		nodes  []*v1.Node
+		want   []string
+		shared bool // the entries of the step before are reused
+	}{
+		{[]*v1.Node{node("n0", "1", "10.0.0.4"), node("n1", "1", "10.0.0.5")}, []string{"10.0.0.4", "10.0.0.5"}, false},
+		{[]*v1.Node{node("n0", "2", "10.0.0.4"), node("n1", "7", "10.0.0.5")}, []string{"10.0.0.4", "10.0.0.5"}, true},  // heartbeats
+		{[]*v1.Node{node("n1", "7", "10.0.0.5"), node("n0", "2", "10.0.0.4")}, []string{"10.0.0.4", "10.0.0.5"}, true},  // another order
+		{[]*v1.Node{node("n0", "3", "10.0.0.9"), node("n1", "7", "10.0.0.5")}, []string{"10.0.0.5", "10.0.0.9"}, false}, // address changed
+		{[]*v1.Node{node("n0", "3", "10.0.0.9")}, []string{"10.0.0.9"}, false},                                          // node left
+		{[]*v1.Node{node("n2", "1", "10.0.0.9")}, []string{"10.0.0.9"}, false},                                          // another node, same address
+	} {
+		if err := b.Sync(context.Background(), "kubernetes", st.lb, step.nodes); err != nil {
 			t.Fatal(err)
 		}
-		return addrs(st.lb, "kubernetes")
-	}
-	if got := sync(n0); len(got) != 1 || got[0] != "10.0.0.4" {
-		t.Fatalf("pool %v", got)
-	}
-	first := b.last.entries[naming.IPv4]
-	// Informer objects are never modified in place; one that is (same resource version) shows
-	// that the list was not mapped again.
-	n0.Status.Addresses[0].Address = "10.0.0.9"
-	if got := sync(n0); len(got) != 1 || got[0] != "10.0.0.4" {
-		t.Fatalf("pool %v: the same node list must be served from memory", got)
-	}
-	if reflect.ValueOf(b.last.entries[naming.IPv4]).UnsafePointer() != reflect.ValueOf(first).UnsafePointer() {
-		t.Fatal("the entries of the same node list were computed again")
-	}
-	if got := sync(node("n0", "2", "10.0.0.9")); len(got) != 1 || got[0] != "10.0.0.9" {
-		t.Fatalf("pool %v: a new resource version must be mapped again", got)
-	}
-	// A node without a resource version (built by hand) is never remembered.
-	if got := sync(node("n0", "", "10.0.0.7")); len(got) != 1 || got[0] != "10.0.0.7" {
-		t.Fatalf("pool %v", got)
-	}
-	if got := sync(node("n0", "", "10.0.0.8")); len(got) != 1 || got[0] != "10.0.0.8" {
-		t.Fatalf("pool %v: a list without resource versions must be mapped afresh", got)
+		got := addrs(st.lb, "kubernetes")
+		slices.Sort(got)
+		if !slices.Equal(got, step.want) {
+			t.Fatalf("step %d: pool %v, want %v", i, got, step.want)
+		}
+		cur := b.last.entries[naming.IPv4]
+		if i > 0 && same(prev, cur) != step.shared {
+			t.Fatalf("step %d: entries reused %v, want %v", i, same(prev, cur), step.shared)
+		}
+		if step.nodes[0].Name == "n2" && cur["10.0.0.9"] != "n2" {
+			t.Fatalf("step %d: entries %v: the entry is named after its node", i, cur)
+		}
+		prev = cur
 	}
 }

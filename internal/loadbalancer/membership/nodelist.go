@@ -1,0 +1,65 @@
+package membership
+
+import (
+	"hash/maphash"
+	"math/bits"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// NodeListKey identifies a node list by its objects' names and resource versions, in any order:
+// an informer replaces a node's object, with a new resource version, on every change of it, so
+// equal keys mean the same nodes as the API server had them. ok is false when a node has no
+// resource version (built by hand, not read from the API server): nothing computed from such a
+// list may be remembered under its key.
+func NodeListKey(seed maphash.Seed, nodes []*v1.Node) (key uint64, ok bool) {
+	var sum, xor uint64
+	var h maphash.Hash
+	h.SetSeed(seed)
+	n := 0
+	for _, node := range nodes {
+		if node == nil {
+			continue
+		}
+		if node.ResourceVersion == "" {
+			return 0, false
+		}
+		h.Reset()
+		_, _ = h.WriteString(node.Name)
+		_ = h.WriteByte(0)
+		_, _ = h.WriteString(node.ResourceVersion)
+		x := h.Sum64()
+		sum += x
+		xor ^= x
+		n++
+	}
+	return sum ^ bits.RotateLeft64(xor, 32) ^ uint64(n), true
+}
+
+// AddressesKey identifies what AddressEntries makes of nodes: their names and internal
+// addresses, in any order. Nodes change often without changing those (every status heartbeat
+// gives a node a new resource version), so pool entries remembered under this key outlive them.
+func AddressesKey(seed maphash.Seed, nodes []*v1.Node) uint64 {
+	var sum, xor uint64
+	var h maphash.Hash
+	h.SetSeed(seed)
+	n := 0
+	for _, node := range nodes {
+		if node == nil {
+			continue
+		}
+		h.Reset()
+		_, _ = h.WriteString(node.Name)
+		for _, a := range node.Status.Addresses {
+			if a.Type == v1.NodeInternalIP {
+				_ = h.WriteByte(0)
+				_, _ = h.WriteString(a.Address)
+			}
+		}
+		x := h.Sum64()
+		sum += x
+		xor ^= x
+		n++
+	}
+	return sum ^ bits.RotateLeft64(xor, 32) ^ uint64(n)
+}
