@@ -43,10 +43,10 @@ type nodeIPMemo struct {
 	entries map[naming.Family]map[string]string
 }
 
-// of returns eligible's pool entries of family fam, from memory when eligible has the names
-// and addresses of the last nodes asked for.
-func (m *nodeIPMemo) of(eligible []*v1.Node, fam naming.Family) map[string]string {
-	key := membership.AddressesKey(m.seed, eligible)
+// of returns the pool entries of family fam of the nodes with the names and addresses key
+// stands for (membership.AddressesKey), from memory when they are those of the last nodes asked
+// for; eligible lists those nodes, when they are not.
+func (m *nodeIPMemo) of(key uint64, fam naming.Family, eligible func() []*v1.Node) map[string]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.entries == nil || m.key != key {
@@ -54,7 +54,7 @@ func (m *nodeIPMemo) of(eligible []*v1.Node, fam naming.Family) map[string]strin
 	}
 	e, ok := m.entries[fam]
 	if !ok {
-		e = membership.AddressEntries(eligible, fam)
+		e = membership.AddressEntries(eligible(), fam)
 		m.entries[fam] = e
 	}
 	return e
@@ -68,18 +68,39 @@ func NewNodeIP(cfg *config.Config, ws *writers.Set, entries PoolEntries) *NodeIP
 
 // Sync implements Backends.
 func (b *NodeIP) Sync(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, nodes []*v1.Node) error {
-	return b.SyncEligible(ctx, clusterName, lb, b.filter.Eligible(nodes))
+	if b.last == nil {
+		return b.SyncEligible(ctx, clusterName, lb, b.filter.Eligible(nodes))
+	}
+	// The eligible nodes are listed only when their entries are not remembered: hundreds of
+	// reconciles in flight each held a 5,000-node list while waiting for the writer.
+	include := func(n *v1.Node) bool { return b.filter.Excluded(n) == "" }
+	var key uint64
+	keyed := false
+	return b.syncWith(ctx, clusterName, lb, func(fam naming.Family) map[string]string {
+		if !keyed {
+			key, keyed = membership.AddressesKey(b.last.seed, nodes, include), true
+		}
+		return b.last.of(key, fam, func() []*v1.Node { return b.filter.Eligible(nodes) })
+	})
 }
 
 // SyncEligible is Sync for nodes already filtered with NodeIPFilter (the placement of multiple
 // load balancers filters them once for every pool).
 func (b *NodeIP) SyncEligible(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, eligible []*v1.Node) error {
-	if lb == nil || PreConfigured(b.preConfigured, str(lb.Name)) {
-		return nil
-	}
 	entries := func(fam naming.Family) map[string]string { return membership.AddressEntries(eligible, fam) }
 	if b.last != nil {
-		entries = func(fam naming.Family) map[string]string { return b.last.of(eligible, fam) }
+		key := membership.AddressesKey(b.last.seed, eligible, nil)
+		entries = func(fam naming.Family) map[string]string {
+			return b.last.of(key, fam, func() []*v1.Node { return eligible })
+		}
+	}
+	return b.syncWith(ctx, clusterName, lb, entries)
+}
+
+// syncWith writes each pool of lb with the entries of its family.
+func (b *NodeIP) syncWith(ctx context.Context, clusterName string, lb *armnetwork.LoadBalancer, entries func(naming.Family) map[string]string) error {
+	if lb == nil || PreConfigured(b.preConfigured, str(lb.Name)) {
+		return nil
 	}
 	var errs []error
 	for _, fam := range []naming.Family{naming.IPv4, naming.IPv6} {

@@ -36,16 +36,18 @@ func NodeListKey(seed maphash.Seed, nodes []*v1.Node) (key uint64, ok bool) {
 	return sum ^ bits.RotateLeft64(xor, 32) ^ uint64(n), true
 }
 
-// AddressesKey identifies what AddressEntries makes of nodes: their names and internal
-// addresses, in any order. Nodes change often without changing those (every status heartbeat
-// gives a node a new resource version), so pool entries remembered under this key outlive them.
-func AddressesKey(seed maphash.Seed, nodes []*v1.Node) uint64 {
+// AddressesKey identifies what AddressEntries makes of the nodes include accepts (all when nil):
+// their names and internal addresses, in any order. Nodes change often without changing those
+// (every status heartbeat gives a node a new resource version), so pool entries remembered under
+// this key outlive them. It allocates nothing: a reconcile that finds its entries remembered
+// needs no list of its own.
+func AddressesKey(seed maphash.Seed, nodes []*v1.Node, include func(*v1.Node) bool) uint64 {
 	var sum, xor uint64
 	var h maphash.Hash
 	h.SetSeed(seed)
 	n := 0
 	for _, node := range nodes {
-		if node == nil {
+		if node == nil || (include != nil && !include(node)) {
 			continue
 		}
 		h.Reset()

@@ -31,8 +31,29 @@ func TestAddressesKey(t *testing.T) {
 		{"a node left", base[:1], false},
 		{"a node twice", []*v1.Node{base[0], base[1], base[1]}, false},
 	} {
-		if got := AddressesKey(seed, tc.nodes) == AddressesKey(seed, base); got != tc.same {
+		if got := AddressesKey(seed, tc.nodes, nil) == AddressesKey(seed, base, nil); got != tc.same {
 			t.Errorf("%s: same key %v, want %v", tc.name, got, tc.same)
 		}
+	}
+}
+
+// A filtered key equals the key of the filtered list.
+func TestAddressesKeyFiltered(t *testing.T) {
+	seed := maphash.MakeSeed()
+	var all, even []*v1.Node
+	for i := range 10 {
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: string(rune('a' + i))},
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0." + string(rune('0'+i))}}}}
+		all = append(all, n)
+		if i%2 == 0 {
+			even = append(even, n)
+		}
+	}
+	isEven := func(n *v1.Node) bool { return (n.Name[0]-'a')%2 == 0 }
+	if AddressesKey(seed, all, isEven) != AddressesKey(seed, even, nil) {
+		t.Fatal("the filtered key differs from the key of the filtered nodes")
+	}
+	if AddressesKey(seed, all, isEven) == AddressesKey(seed, all, nil) {
+		t.Fatal("the filter was not applied")
 	}
 }
