@@ -119,8 +119,11 @@ type Writer[T any] struct {
 	cacheAt   time.Time
 	// gen counts changes of the cache (remembered or dropped): a read caches its result only if
 	// nothing changed while it was in flight, so a slow response never replaces a newer model.
-	gen   uint64
-	stats Stats
+	gen uint64
+	// reading is the read in flight, which readers arriving while the cache has not changed
+	// since it started share (readShared).
+	reading *readCall[T]
+	stats   Stats
 	// known is the resource's ETag as this writer last saw it ("" for absent): the answer to
 	// its own write, or a read it based its work on. external counts the reads that found
 	// another one: someone else changed the resource in between (or this writer cannot tell:
@@ -280,13 +283,13 @@ func (w *Writer[T]) Get(ctx context.Context) (*T, error) {
 // whose pools hold thousands of addresses costs milliseconds and megabytes, and most reads of
 // a reconcile only look for a frontend or a pool.
 func (w *Writer[T]) Peek(ctx context.Context) (*T, error) {
-	obj, _, _, err := w.readShared(ctx)
+	obj, _, _, err := w.readShared(ctx, true)
 	return obj, err
 }
 
 // PeekETag is Peek with the model's ETag ("" when the resource does not exist).
 func (w *Writer[T]) PeekETag(ctx context.Context) (*T, string, error) {
-	obj, etag, _, err := w.readShared(ctx)
+	obj, etag, _, err := w.readShared(ctx, true)
 	return obj, etag, err
 }
 
@@ -428,7 +431,7 @@ func (w *Writer[T]) commit() {
 
 	var batch []*request[T]
 	for attempt := 1; ; attempt++ {
-		cur, etag, fromCache, err := w.readShared(ctx)
+		cur, etag, fromCache, err := w.readShared(ctx, false)
 		if attempt == 1 && fromCache && err == nil && w.opts.Gather > 0 {
 			time.Sleep(w.opts.Gather)
 		}
@@ -497,37 +500,76 @@ func apply[T any](m Mutation[T], cur *T) (next *T, err error) {
 
 // read returns a private copy of the resource, its ETag, and whether it came from the cache.
 func (w *Writer[T]) read(ctx context.Context) (*T, string, bool, error) {
-	obj, etag, fromCache, err := w.readShared(ctx)
+	obj, etag, fromCache, err := w.readShared(ctx, true)
 	return w.opts.Clone(obj), etag, fromCache, err
 }
 
 // readShared is read without the copy, for commit, which never modifies cur (applyAll works on
-// a copy of it).
-func (w *Writer[T]) readShared(ctx context.Context) (*T, string, bool, error) {
-	w.mu.Lock()
-	if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
-		// The cached model is never modified in place: it is only read (commit applies
-		// mutations to a copy).
-		cache, etag := w.cache, w.cacheETag
+// a copy of it). With join, a reader that finds no fresh cache shares the read in flight when
+// nothing changed the cache since it started: hundreds of reconciles asking at once for a load
+// balancer whose cache was just dropped each decoded their own copy of a 5,000-address
+// document. A batch (commit) reads on its own: its read is the window that gathers the batch.
+func (w *Writer[T]) readShared(ctx context.Context, join bool) (*T, string, bool, error) {
+	for {
+		w.mu.Lock()
+		if w.cached && w.opts.CacheTTL > 0 && w.opts.Now().Sub(w.cacheAt) < w.opts.CacheTTL {
+			// The cached model is never modified in place: it is only read (commit applies
+			// mutations to a copy).
+			cache, etag := w.cache, w.cacheETag
+			w.mu.Unlock()
+			return cache, etag, true, nil
+		}
+		c := w.reading
+		if !join || c == nil || c.gen != w.gen {
+			break // w.mu stays locked for the read below
+		}
 		w.mu.Unlock()
-		return cache, etag, true, nil
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, "", false, ctx.Err()
+		}
+		// The read ended with its starter's context: this caller's may still be alive.
+		if c.err != nil && (errors.Is(c.err, context.Canceled) || errors.Is(c.err, context.DeadlineExceeded)) && ctx.Err() == nil {
+			continue
+		}
+		return c.obj, c.etag, false, c.err
 	}
 	w.stats.Gets++
-	gen := w.gen
+	c := &readCall[T]{gen: w.gen, done: make(chan struct{})}
+	w.reading = c
 	w.mu.Unlock()
-	obj, etag, err := w.store.Get(ctx)
-	if err != nil {
+	defer func() {
 		w.mu.Lock()
-		if w.gen == gen {
+		if w.reading == c {
+			w.reading = nil
+		}
+		w.mu.Unlock()
+		close(c.done)
+	}()
+	c.obj, c.etag, c.err = w.store.Get(ctx)
+	if c.err != nil {
+		w.mu.Lock()
+		if w.gen == c.gen {
 			w.dropLocked()
 		}
 		w.mu.Unlock()
-		return nil, "", false, err
+		return nil, "", false, c.err
 	}
 	// Readers outside commit (Get, Peek) run concurrently with commit's writes: a response
 	// that left Azure before a PUT can arrive after the PUT's result was remembered.
-	w.rememberIf(obj, etag, gen)
-	return obj, etag, false, nil
+	w.rememberIf(c.obj, c.etag, c.gen)
+	return c.obj, c.etag, false, nil
+}
+
+// readCall is a read of the store in flight; its result is shared by the readers that joined it.
+type readCall[T any] struct {
+	// gen is the writer's cache generation when the read started.
+	gen  uint64
+	done chan struct{}
+	obj  *T
+	etag string
+	err  error
 }
 
 // ExternalChanges counts how often a read found the resource changed by someone other than

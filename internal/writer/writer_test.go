@@ -813,3 +813,46 @@ func TestActionBetweenWritesDoesNotSplitTheBatch(t *testing.T) {
 		}
 	}
 }
+
+// Readers that find no fresh cache share the read in flight: ten at once cost one GET. A
+// reader whose read's starter gave up reads again with its own context.
+func TestConcurrentReadersShareOneRead(t *testing.T) {
+	s := &fakeStore{obj: &model{Items: map[string]int{"a": 1}}, gate: make(chan struct{})}
+	w := New[model](s, Options[model]{CacheTTL: time.Minute})
+	starter, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 11)
+	go func() { _, err := w.Peek(starter); errs <- err }()
+	for deadline := time.Now().Add(5 * time.Second); w.Stats().Gets == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first read never started")
+		}
+	}
+	got := make(chan *model, 10)
+	for range 10 {
+		go func() {
+			m, err := w.Peek(context.Background())
+			errs <- err
+			got <- m
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // let the ten join the read in flight
+	if n := w.Stats().Gets; n != 1 {
+		t.Fatalf("%d reads started, want 1 shared", n)
+	}
+	cancel() // the starter gives up: its read ends with its context
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the starter got %v, want its context's end", err)
+	}
+	close(s.gate)
+	for range 10 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a joiner got %v: it must read again with its own context", err)
+		}
+		if m := <-got; m == nil || m.Items["a"] != 1 {
+			t.Fatalf("a joiner got %v", m)
+		}
+	}
+	if n := w.Stats().Gets; n != 2 {
+		t.Fatalf("%d reads in all, want 2 (the cancelled one and one shared by the ten)", n)
+	}
+}
