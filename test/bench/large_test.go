@@ -25,7 +25,7 @@ var (
 	// largeExtraFlags are more CCM flags (space-separated), e.g. "--drift-audit-period=0" to
 	// measure a variant; they are named in the result.
 	largeExtraFlags = strings.Fields(os.Getenv("BENCH_LARGE_CCM_FLAGS"))
-	// largeGoMemLimit is the CCM's GOMEMLIMIT (e.g. "410MiB", the chart's default); unset by
+	// largeGoMemLimit is the CCM's GOMEMLIMIT (e.g. "320MiB", the chart's default); unset by
 	// default, as earlier runs were. Named in the result.
 	largeGoMemLimit = os.Getenv("BENCH_LARGE_GOMEMLIMIT")
 	// largeLBs is how many load balancer configurations share the nodes and services.
@@ -125,7 +125,7 @@ func TestLargeCluster(t *testing.T) {
 			largeLBs, strings.Join(mslbNames(largeLBs), ", "))
 	}
 	if largeGoMemLimit != "" {
-		res.Description += " The CCM runs with `GOMEMLIMIT=" + largeGoMemLimit + "` (the chart's default is 410MiB)."
+		res.Description += " The CCM runs with `GOMEMLIMIT=" + largeGoMemLimit + "` (the chart's default is 320MiB)."
 	}
 	res.Config = map[string]string{"nodes": fmt.Sprint(largeNodes), "services": fmt.Sprint(largeServices),
 		"steady state": largeSteady.String(), "backend pool type": "nodeIP", "CCM flags": strings.Join(append([]string{"--concurrent-node-syncs=10"}, largeExtraFlags...), " "), "progress": "services with an IP", "CCM GOMEMLIMIT": goMemLimit,
