@@ -643,11 +643,7 @@ func TestActionRunsInTurn(t *testing.T) {
 	errs := make(chan error, 3)
 	wg.Add(1)
 	go func() { defer wg.Done(); _, err := w.Submit(context.Background(), set("a", 1)); errs <- err }()
-	for deadline := time.Now().Add(5 * time.Second); w.Stats().Gets == 0 || w.Pending() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first batch never started reading")
-		}
-	}
+	waitBatchReading(t, w)
 	var seen map[string]int
 	wg.Add(2)
 	go func() {
@@ -667,14 +663,7 @@ func TestActionRunsInTurn(t *testing.T) {
 	waitPending(t, w, 2)
 	go func() { defer wg.Done(); _, err := w.Submit(context.Background(), set("b", 2)); errs <- err }()
 	waitPending(t, w, 3)
-	close(s.gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	openGateAndWait(t, s, &wg, errs)
 	if seen["a"] != 1 || seen["b"] != 0 {
 		t.Fatalf("the action saw %v, want a written and b not yet", seen)
 	}
@@ -687,6 +676,30 @@ func TestActionRunsInTurn(t *testing.T) {
 	}
 	if s.puts != 2 {
 		t.Fatalf("%d puts, want 2 (the action is never batched)", s.puts)
+	}
+}
+
+// openGateAndWait lets the store's reads through, waits for the callers and fails on any error.
+func openGateAndWait(t *testing.T, s *fakeStore, wg *sync.WaitGroup, errs chan error) {
+	t.Helper()
+	close(s.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitBatchReading waits until the writer's first batch is reading (its one mutation still
+// queued, so mutations queued now join it).
+func waitBatchReading(t *testing.T, w *Writer[model]) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); w.Stats().Gets == 0 || w.Pending() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first batch never started reading")
+		}
 	}
 }
 
@@ -759,9 +772,6 @@ func TestSeed(t *testing.T) {
 func TestActionBetweenWritesDoesNotSplitTheBatch(t *testing.T) {
 	s := &fakeStore{obj: &model{Items: map[string]int{"init": 1}}, gate: make(chan struct{})}
 	w := New[model](s, Options[model]{CacheTTL: time.Minute})
-	set := func(k string, v int) Mutation[model] {
-		return func(cur *model) (*model, error) { cur.Items[k] = v; return cur, nil }
-	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
 	submit := func(k string) {
@@ -769,11 +779,7 @@ func TestActionBetweenWritesDoesNotSplitTheBatch(t *testing.T) {
 		go func() { defer wg.Done(); _, err := w.Submit(context.Background(), set(k, 1)); errs <- err }()
 	}
 	submit("a")
-	for deadline := time.Now().Add(5 * time.Second); w.Stats().Gets == 0 || w.Pending() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first batch never started reading")
-		}
-	}
+	waitBatchReading(t, w)
 	var mu sync.Mutex
 	var seen []map[string]int
 	action := func(ctx context.Context, st Store[model]) error {
@@ -793,14 +799,7 @@ func TestActionBetweenWritesDoesNotSplitTheBatch(t *testing.T) {
 		submit(k)
 		waitPending(t, w, 3+2*i)
 	}
-	close(s.gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	openGateAndWait(t, s, &wg, errs)
 	if s.puts != 1 {
 		t.Fatalf("%d puts, want 1: the actions between writes must not split the batch", s.puts)
 	}

@@ -13,10 +13,9 @@ import (
 // resource version (built by hand, not read from the API server): nothing computed from such a
 // list may be remembered under its key.
 func NodeListKey(seed maphash.Seed, nodes []*v1.Node) (key uint64, ok bool) {
-	var sum, xor uint64
+	var set setHash
 	var h maphash.Hash
 	h.SetSeed(seed)
-	n := 0
 	for _, node := range nodes {
 		if node == nil {
 			continue
@@ -28,13 +27,20 @@ func NodeListKey(seed maphash.Seed, nodes []*v1.Node) (key uint64, ok bool) {
 		_, _ = h.WriteString(node.Name)
 		_ = h.WriteByte(0)
 		_, _ = h.WriteString(node.ResourceVersion)
-		x := h.Sum64()
-		sum += x
-		xor ^= x
-		n++
+		set.add(h.Sum64())
 	}
-	return sum ^ bits.RotateLeft64(xor, 32) ^ uint64(n), true
+	return set.sum(), true
 }
+
+// setHash combines the hashes of a set's members independently of their order.
+type setHash struct {
+	total, xor uint64
+	n          uint64
+}
+
+func (s *setHash) add(x uint64) { s.total, s.xor, s.n = s.total+x, s.xor^x, s.n+1 }
+
+func (s *setHash) sum() uint64 { return s.total ^ bits.RotateLeft64(s.xor, 32) ^ s.n }
 
 // AddressesKey identifies what AddressEntries makes of the nodes include accepts (all when nil):
 // their names and internal addresses, in any order. Nodes change often without changing those
@@ -42,10 +48,9 @@ func NodeListKey(seed maphash.Seed, nodes []*v1.Node) (key uint64, ok bool) {
 // this key outlive them. It allocates nothing: a reconcile that finds its entries remembered
 // needs no list of its own.
 func AddressesKey(seed maphash.Seed, nodes []*v1.Node, include func(*v1.Node) bool) uint64 {
-	var sum, xor uint64
+	var set setHash
 	var h maphash.Hash
 	h.SetSeed(seed)
-	n := 0
 	for _, node := range nodes {
 		if node == nil || (include != nil && !include(node)) {
 			continue
@@ -58,10 +63,7 @@ func AddressesKey(seed maphash.Seed, nodes []*v1.Node, include func(*v1.Node) bo
 				_, _ = h.WriteString(a.Address)
 			}
 		}
-		x := h.Sum64()
-		sum += x
-		xor ^= x
-		n++
+		set.add(h.Sum64())
 	}
-	return sum ^ bits.RotateLeft64(xor, 32) ^ uint64(n)
+	return set.sum()
 }
