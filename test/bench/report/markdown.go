@@ -43,9 +43,9 @@ func Render(results []*Result) (string, []Plot) {
 		"Each scenario's JSON result is in [results/](results/); this page is generated from them by\n" +
 		"`go run .` in `test/bench/perfreport` (a module of its own) — do not edit it by hand.\n\n" +
 		"How to read the figures:\n\n" +
-		"- **ours** is the CCM as shipped. The other variants are the same binary with flags that switch its\n" +
-		"  improvements off: **50 workers, no merging** (`--disable-lb-write-merging`: every service its own\n" +
-		"  read-modify-write of each resource) and **1 worker, no merging** (`--concurrent-service-syncs=1\n" +
+		"- **ours** is the CCM as shipped at the result's date. The other variants are the same binary with flags that\n" +
+		"  switch its improvements off: **50 workers, no merging** (`--concurrent-service-syncs=50 --disable-lb-write-merging`:\n" +
+		"  every service its own read-modify-write of each resource) and **1 worker, no merging** (`--concurrent-service-syncs=1\n" +
 		"  --disable-lb-write-merging`: one service at a time). They are this CCM's code, not the existing provider;\n" +
 		"  the last only approximates one-at-a-time reconciliation. Variants of a scenario run in the same test, one\n" +
 		"  after the other, with the same number of services unless a table says otherwise.\n" +
