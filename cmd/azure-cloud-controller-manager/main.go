@@ -1,8 +1,9 @@
 // Command azure-cloud-controller-manager is the Azure cloud controller manager: the standard
 // k8s.io/cloud-provider app (flags, leader election, /healthz, /metrics, --controllers) with the
 // Azure provider as "azure" and the project's own controllers. Everything is wired here, in
-// wiring.go: the provider (which builds the process's Azure writers once), the load balancer
-// implementation on those writers, and the controllers that share them.
+// wiring.go: the provider (which builds its Azure writers when it starts; a cloud config reload
+// starts a new provider with writers of its own), the load balancer implementation on those
+// writers, and the controllers that share them.
 package main
 
 import (

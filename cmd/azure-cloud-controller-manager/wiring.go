@@ -32,8 +32,9 @@ import (
 )
 
 // wiring holds what the CCM builds, in the order the cloud-provider app asks for it: the flags,
-// then the provider (initCloud, with the writers), then, once a controller first needs it, the
-// load balancer implementation (buildLoadBalancer), then the controllers (controllers).
+// then the provider (initCloud; it builds its writers when it starts), then, once a controller
+// first needs it, the load balancer implementation (buildLoadBalancer), then the controllers
+// (controllers). A cloud config reload (reloadCloud) builds all but the flags again.
 type wiring struct {
 	// disableWriteMerging is the hidden --disable-lb-write-merging flag: every load balancer,
 	// NSG and public IP change becomes its own read-modify-write. It exists only so that the

@@ -1,7 +1,7 @@
 // Package provider implements cloudprovider.Interface for Azure on top of the configuration
 // (internal/config), the ARM access layer (internal/arm), node resolution (internal/nodes) and
-// the process's Azure writers (internal/writers), which it builds once. The load balancer
-// implementation is given to New as a builder (Options.LoadBalancer).
+// the Azure writers (internal/writers), which Start builds: one set per provider. The load
+// balancer implementation is given as a builder (Options.LoadBalancer).
 package provider
 
 import (
@@ -41,7 +41,7 @@ const ProviderName = "azure"
 type LoadBalancerDeps struct {
 	Config  *config.Config
 	Clients *arm.Clients
-	// Writers are the process's Azure writers (one per resource).
+	// Writers are the provider's Azure writers (one per resource).
 	Writers  *writers.Set
 	Nodes    *nodes.Resolver
 	Zones    []string
@@ -83,8 +83,8 @@ type Cloud struct {
 	Config   *config.Config
 	Clients  *arm.Clients
 	Resolver *nodes.Resolver
-	// Writers are the process's Azure writers: built here, once, and given to every part that
-	// writes Azure.
+	// Writers are the provider's Azure writers: built by Start and given to every part that
+	// writes Azure through this provider.
 	Writers *writers.Set
 
 	opts    Options

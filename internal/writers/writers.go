@@ -1,4 +1,4 @@
-// Package writers builds, once per process, the group-commit writer of every Azure resource the
+// Package writers builds, once per provider, the group-commit writer of every Azure resource the
 // CCM writes: load balancers (their backend pools included), network security groups, public
 // IPs, private link services, subnets, route tables, node NICs, scale set VMs and scale set
 // models. The set is handed to every
@@ -20,7 +20,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
-// Set is the process's writers, one registry per resource type, keyed by resource ID.
+// Set is a provider's writers, one registry per resource type, keyed by resource ID.
 type Set struct {
 	// LoadBalancers own their load balancer whole, backend pools included: a pool is written
 	// only through its load balancer's writer (writer.SubmitChild for pool-only changes).

@@ -490,7 +490,7 @@ func (b *ipConfigBackends) removeModelPool(ctx context.Context, ss scaleSetRef, 
 	return nil
 }
 
-// newIPConfig builds the NIC-based implementation on the process's writers.
+// newIPConfig builds the NIC-based implementation on the provider's writers.
 func newIPConfig(o Options) *ipConfigBackends {
 	lbs := o.Writers.LoadBalancers
 	b := &ipConfigBackends{

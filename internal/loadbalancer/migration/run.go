@@ -44,7 +44,7 @@ type Options struct {
 	// Network and Compute are the client factories the migration lists Azure with.
 	Network *armnetwork.ClientFactory
 	Compute *armcompute.ClientFactory
-	// Writers are the process's writers: every step writes through the resource's writer, the
+	// Writers are the provider's writers: every step writes through the resource's writer, the
 	// one the Standard path uses too.
 	Writers *writers.Set
 	Kube    kubernetes.Interface

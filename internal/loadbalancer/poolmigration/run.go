@@ -38,7 +38,7 @@ const (
 type Options struct {
 	Config      *config.Config
 	ClusterName string
-	// Writers are the process's writers: every write goes through the resource's writer.
+	// Writers are the provider's writers: every write goes through the resource's writer.
 	Writers *writers.Set
 	// Caches list NICs, scale sets and their instances' NICs (read fresh every round).
 	Caches *arm.Caches
