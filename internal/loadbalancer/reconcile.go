@@ -53,8 +53,8 @@ func (l *LoadBalancer) ensureService(ctx context.Context, clusterName string, sv
 // UpdateLoadBalancer brings the backend pools (and, for services without floating IP, the NSG
 // rules that name node addresses) in step with the nodes. It never creates a frontend, rule or
 // public IP: the service controller's node sync calls it from a cache that can lag behind a
-// deletion, and a full reconcile there resurrected the Azure objects of a service whose
-// deletion had just finished (found by the chaos suite).
+// deletion, and a full reconcile there would resurrect the Azure objects of a service whose
+// deletion had just finished.
 func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
 	if !plan.ServedHere(svc) {
 		return cloudprovider.ImplementedElsewhere

@@ -74,7 +74,7 @@ func FuzzIMDS(f *testing.F) {
 		  "network":{"interface":[{"ipv4":{"ipAddress":[{"privateIpAddress":"10.0.0.4","publicIpAddress":"203.0.113.9"}]},"ipv6":{"ipAddress":[{"privateIpAddress":"fd00::4"}]}}]}}`,
 		`{"compute":{"resourceId":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/3","location":"West Europe","platformFaultDomain":"x"}}`,
 		`{"compute":{}}`, `[]`, `{"network":{"interface":[]}}`,
-		// Found by fuzzing: a zone with no location, a signed fault domain.
+		// Edge cases: a zone with no location, a signed fault domain.
 		`{"compute":{"resourceId":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/v","zone":"2"},"network":{"interface":[{"ipv4":{"ipAddress":[{"privateIpAddress":"10.0.0.4"}]}}]}}`,
 		`{"compute":{"resourceId":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/v","location":"eastus","platformFaultDomain":"-2"},"network":{"interface":[{"ipv4":{"ipAddress":[{"privateIpAddress":"10.0.0.4"}]}}]}}`,
 	} {

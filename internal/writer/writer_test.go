@@ -481,8 +481,8 @@ func TestGatherMergesLateArrivals(t *testing.T) {
 }
 
 // A read that was answered before a write but arrives after it must not replace the written
-// model in the cache: a reconcile deciding from the cache would miss the write (the chaos run
-// with seed 20261123 left a deleted service's frontend behind this way).
+// model in the cache: a reconcile deciding from the cache would miss the write (a deletion
+// deciding that a frontend just created is not there leaves it behind).
 func TestSlowReadDoesNotOverwriteNewerCache(t *testing.T) {
 	st := &fakeStore{obj: &model{Items: map[string]int{"old": 1}}, etag: 1}
 	w := New[model](st, Options[model]{CacheTTL: time.Minute})

@@ -122,7 +122,7 @@ func nodesMakeNotReady(t *testing.T, e *framework.Env, name string) {
 
 // nodesSetNotReady makes sure kwok no longer manages the node and its Ready condition is False.
 // Waits call it again on every poll: a kwok heartbeat already in flight when the annotation was
-// removed can set Ready=True once more (seen on a loaded CI machine), and the lifecycle
+// removed can set Ready=True once more (on a loaded machine), and the lifecycle
 // controller leaves Ready nodes alone.
 func nodesSetNotReady(ctx context.Context, e *framework.Env, name string) (bool, error) {
 	n, err := nodesGet(ctx, e, name)

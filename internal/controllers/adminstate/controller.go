@@ -218,8 +218,8 @@ func (c *Controller) nodeChanged(old, cur *v1.Node) {
 	if changed {
 		// Rounds write every node's desired state, so from now on any round (this node's or
 		// another's) may put the new state on some pools: what was confirmed before no longer
-		// says what Azure holds. Keeping it let a quick Down→None→Down skip the last write
-		// (found by TestPreemptScheduledTaintsOnce under load).
+		// says what Azure holds. Keeping it would let a quick Down→None→Down skip the last
+		// write (TestPreemptScheduledTaintsOnce).
 		st.desired, st.observedAt, st.applied = want, c.o.Now(), ""
 	}
 	if old != nil && planner.HasSpotTaint(old) && !planner.HasSpotTaint(cur) {

@@ -73,7 +73,7 @@ type Phase struct {
 	MinimumWhy string `json:"minimumWhy,omitempty"`
 }
 
-// Goal is a budget from the issues and whether this run met it.
+// Goal is a budget the scenario is held to and whether this run met it.
 type Goal struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
