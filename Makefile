@@ -22,15 +22,16 @@ build:
 tools:
 	hack/install-tools.sh
 
-# Everything CI runs: tools, binaries, then unit, integration and e2e suites.
+# Everything CI runs: tools, binaries, then the lint, unit, fuzz, integration, deploy and e2e
+# stages (hack/test.sh; RACE=0 drops the race detector, STAGES="unit e2e" picks stages).
 test: tools build
 	hack/test.sh
 
 test-unit:
-	$(GO) test -count=1 ./cmd/... ./internal/...
+	$(GO) test -race -count=1 -timeout 20m ./cmd/... ./internal/...
 
 test-integration: tools build
-	$(GO) test -count=1 -timeout 10m ./test/framework/... ./test/integration/...
+	$(GO) test -race -count=1 -timeout 10m ./test/framework/... ./test/integration/...
 
 # deploy/: helm lint/template, manifests in sync, kubeconform, dry-run, dashboard and docs
 # against the code (hack/test.sh runs it too). `hack/verify-deploy.sh --update` regenerates

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Runs every test suite: unit, integration (test/framework, test/integration), e2e, and the
-# deploy/ checks (hack/verify-deploy.sh).
-# Exits non-zero if any suite fails, and prints go test's per-package summary of each.
+# Runs every stage of `make test`: lint (hack/lint.sh), unit (`cmd`, `internal`) with the race
+# detector, the fuzz sweep, integration (test/framework, test/integration) with the race
+# detector, the deploy/ checks (hack/verify-deploy.sh), and the end-to-end suites (test/e2e,
+# test/chaos) against race-detector builds of the binaries (a data race reported by the CCM,
+# the node manager or the disk provisioner fails the test that ran it).
+# Exits non-zero if any stage fails, and prints go test's per-package summary of each.
 # Tools and binaries must be in place (`make test` runs `make tools build` first).
 #
-# Env: GO_TEST_FLAGS adds go test flags (e.g. "-run TestX -v"); E2E_TIMEOUT (default 30m: the e2e package alone runs about 25 min on 2 cores);
-# FUZZ_TIME (default 500x: 500 executions per fuzz target; `make fuzz` runs 60s each).
+# Env: GO_TEST_FLAGS adds go test flags (e.g. "-run TestX -v"); RACE=0 runs everything
+# without the race detector; E2E_TIMEOUT (default 40m); FUZZ_TIME (default 500x: 500
+# executions per fuzz target; `make fuzz` runs 60s each); STAGES (default "lint unit fuzz
+# integration deploy e2e") runs only the stages named.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +21,10 @@ mkdir -p "${OUT}"
 export AZURE_CCM_TOOLS_BIN="${AZURE_CCM_TOOLS_BIN:-${ROOT}/_output/tools/bin}"
 export AZURE_CCM_ARTIFACTS="${AZURE_CCM_ARTIFACTS:-${ROOT}/_output/test-artifacts}"
 read -r -a EXTRA <<<"${GO_TEST_FLAGS:-}"
+RACE_FLAG=()
+[[ "${RACE:-1}" == "0" ]] || RACE_FLAG=(-race)
+STAGES=" ${STAGES:-lint unit fuzz integration deploy e2e} "
+want() { [[ "${STAGES}" == *" $1 "* ]]; }
 
 # pkgs_under DIR...: the Go packages below DIRs (nothing if a dir has none yet).
 pkgs_under() {
@@ -39,7 +48,7 @@ suite() {
   fi
   echo "=== ${name}: go test $* (log: ${log})"
   start=$(date +%s)
-  "${GO}" test -count=1 -timeout "${timeout}" "${EXTRA[@]}" "$@" 2>&1 | tee "${log}"
+  "${GO}" test -count=1 -timeout "${timeout}" "${RACE_FLAG[@]}" "${EXTRA[@]}" "$@" 2>&1 | tee "${log}"
   rc=${PIPESTATUS[0]}
   summary+=("${name}: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
   # go test's own per-package lines, so the summary is readable without the full log.
@@ -47,33 +56,55 @@ suite() {
   [[ ${rc} -eq 0 ]] || failed+=("${name}")
 }
 
+# stage NAME CMD...: runs a stage that is not a go test suite, keeps its output (NAME.out: the
+# fuzz sweep writes its own NAME.log and NAME.summary), remembers the result.
+stage() {
+  local name="$1" start rc log="${OUT}/${1}.out"
+  shift
+  echo "=== ${name}: $* (log: ${log})"
+  start=$(date +%s)
+  "$@" 2>&1 | tee "${log}"
+  rc=${PIPESTATUS[0]}
+  summary+=("${name}: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
+  [[ ${rc} -eq 0 ]] || failed+=("${name}")
+}
+
 mapfile -t UNIT < <(pkgs_under cmd internal)
 mapfile -t INTEGRATION < <(pkgs_under test/framework test/integration)
 mapfile -t E2E < <(pkgs_under test/e2e test/chaos)
 
-suite unit 10m "${UNIT[@]}"
+# gofmt, go vet under every build configuration (bench and chaos included: nothing else in
+# `make test` compiles them), golangci-lint.
+want lint && stage lint "${ROOT}/hack/lint.sh"
+
+want unit && suite unit 20m "${UNIT[@]}"
 
 # Every fuzz target for a few hundred executions, about a second each once built (`make fuzz`
 # runs them for a minute each); the unit suite has already run every seed corpus.
-echo "=== fuzz: hack/fuzz.sh ${FUZZ_TIME:-500x} (log: ${OUT}/fuzz.log)"
-start=$(date +%s)
-"${ROOT}/hack/fuzz.sh" "${FUZZ_TIME:-500x}"
-rc=$?
-summary+=("fuzz: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
-[[ ${rc} -eq 0 ]] || failed+=("fuzz")
+want fuzz && stage fuzz "${ROOT}/hack/fuzz.sh" "${FUZZ_TIME:-500x}"
 
-suite integration 10m "${INTEGRATION[@]}"
+want integration && suite integration 10m "${INTEGRATION[@]}"
 
 # Before e2e, so that TestRBAC renders the chart with the helm this installs.
 # deploy/: chart, manifests, schemas, dashboard (installs helm and kubeconform on first use).
-echo "=== deploy: hack/verify-deploy.sh (log: ${OUT}/deploy.log)"
-start=$(date +%s)
-"${ROOT}/hack/verify-deploy.sh" 2>&1 | tee "${OUT}/deploy.log"
-rc=${PIPESTATUS[0]}
-summary+=("deploy: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
-[[ ${rc} -eq 0 ]] || failed+=("deploy")
+want deploy && stage deploy "${ROOT}/hack/verify-deploy.sh"
 
-suite e2e "${E2E_TIMEOUT:-30m}" "${E2E[@]}"
+if want e2e; then
+  # The end-to-end suites run the binaries built with the race detector: the packages are
+  # already compiled that way for the unit suite, and the CCM's concurrency (writers,
+  # batches, pass queues) is exercised hardest against a real cluster.
+  if [[ ${#RACE_FLAG[@]} -gt 0 ]]; then
+    RACE_BIN="${ROOT}/_output/bin-race"
+    mkdir -p "${RACE_BIN}"
+    echo "=== build: go build -race -o ${RACE_BIN}/ ./cmd/..."
+    if "${GO}" build -race -o "${RACE_BIN}/" ./cmd/...; then
+      export AZURE_CCM_BIN_DIR="${RACE_BIN}"
+    else
+      failed+=("build-race")
+    fi
+  fi
+  suite e2e "${E2E_TIMEOUT:-40m}" "${E2E[@]}"
+fi
 
 echo
 echo "==================== test summary ===================="

@@ -61,7 +61,8 @@ client commands take --url (default $AZSIM_URL) and --ca (default $AZSIM_CA).`
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New(usage)
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command given")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

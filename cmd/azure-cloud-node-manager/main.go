@@ -176,7 +176,7 @@ func newSource(ctx context.Context, o *options) (nodemanager.Source, error) {
 func watchNode(ctx context.Context, kube kubernetes.Interface, o *options, trigger chan<- struct{}) error {
 	resync := time.Duration(0)
 	if o.minResyncPeriod > 0 {
-		resync = time.Duration(float64(o.minResyncPeriod) * (1 + rand.Float64()))
+		resync = time.Duration(float64(o.minResyncPeriod) * (1 + rand.Float64())) //nolint:gosec // G404: jitter, not a secret
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.nodeName).String()

@@ -103,7 +103,7 @@ func (o *options) complete() error {
 	if o.nodeName == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
-			return fmt.Errorf("--node-name is required (the hostname is unknown: %v)", err)
+			return fmt.Errorf("--node-name is required (the hostname is unknown: %w)", err)
 		}
 		o.nodeName = host
 	}

@@ -6,6 +6,7 @@ package arm
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -92,7 +93,7 @@ func DefaultRetry(cfg *config.Config) policy.RetryOptions {
 			http.StatusServiceUnavailable, http.StatusGatewayTimeout},
 	}
 	if cfg != nil && cfg.CloudProviderBackoff {
-		r.MaxRetries = int32(cfg.CloudProviderBackoffRetries)
+		r.MaxRetries = int32(min(cfg.CloudProviderBackoffRetries, math.MaxInt32)) //nolint:gosec // G115: clamped
 		r.RetryDelay = time.Duration(cfg.CloudProviderBackoffDuration) * time.Second
 	}
 	return r

@@ -189,8 +189,8 @@ func (g *Gate) Waiting(c Class, scope string) int {
 // Close closes class/scope until the given time (it never shortens an existing closure).
 func (g *Gate) Close(c Class, scope string, until time.Time) {
 	now := g.clock.Now()
-	if max := now.Add(g.opts.MaxRetryAfter); until.After(max) {
-		until = max
+	if latest := now.Add(g.opts.MaxRetryAfter); until.After(latest) {
+		until = latest
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -364,7 +364,7 @@ func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // request's class).
 func minRemaining(h http.Header, c Class, subscription bool) (float64, bool) {
 	found := false
-	var min int64
+	var lowest int64
 	for name, values := range h {
 		ln := strings.ToLower(name)
 		if !strings.HasPrefix(ln, "x-ms-ratelimit-remaining-") {
@@ -394,13 +394,13 @@ func minRemaining(h http.Header, c Class, subscription bool) (float64, bool) {
 				if err != nil {
 					continue
 				}
-				if !found || n < min {
-					min, found = n, true
+				if !found || n < lowest {
+					lowest, found = n, true
 				}
 			}
 		}
 	}
-	return float64(min), found
+	return float64(lowest), found
 }
 
 // gatePolicy is a per-retry azcore policy: every attempt waits at the gate, and every response

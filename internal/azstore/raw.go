@@ -55,7 +55,9 @@ func (c *RawClient) Get(ctx context.Context, id, apiVersion string, out any) (fo
 	if err != nil {
 		return false, err
 	}
-	resp, err := c.Pipeline.Do(req)
+	// The pipeline reads and closes the body before it returns (azcore's body download
+	// policy): resp.Body is a buffer.
+	resp, err := c.Pipeline.Do(req) //nolint:bodyclose // closed by the pipeline, see above
 	if err != nil {
 		return false, err
 	}
@@ -89,7 +91,7 @@ func (c *RawClient) Put(ctx context.Context, id, apiVersion, etag string, in, ou
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
 		return err
 	}
-	resp, err := c.Pipeline.Do(req)
+	resp, err := c.Pipeline.Do(req) //nolint:bodyclose // closed by the pipeline, as in Get
 	if err != nil {
 		return err
 	}

@@ -73,15 +73,15 @@ func (f Field) String() string {
 // say nothing about what a write does.
 var ignored = map[string]bool{"etag": true, "provisioningState": true}
 
-// Diff compares old and new (ARM models, or anything that marshals to JSON objects; nil for
+// Diff compares before and after (ARM models, or anything that marshals to JSON objects; nil for
 // a resource that does not exist). Changes come sorted by collection, then name; the
 // resource's own fields (if any differ) first.
-func Diff(old, new any) ([]Change, error) {
-	a, err := toJSON(old)
+func Diff(before, after any) ([]Change, error) {
+	a, err := toJSON(before)
 	if err != nil {
 		return nil, err
 	}
-	b, err := toJSON(new)
+	b, err := toJSON(after)
 	if err != nil {
 		return nil, err
 	}

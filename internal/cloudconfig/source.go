@@ -24,7 +24,7 @@ import (
 
 // Defaults of the existing provider's flags.
 const (
-	DefaultSecretName      = "azure-cloud-provider"
+	DefaultSecretName      = "azure-cloud-provider" //nolint:gosec // G101: a Secret's name, not a credential
 	DefaultSecretNamespace = "kube-system"
 	// SecretKey is the key of the Secret's data holding azure.json.
 	SecretKey = "cloud-config"

@@ -18,7 +18,7 @@ import (
 const (
 	EnvTenantID           = "AZURE_TENANT_ID"
 	EnvClientID           = "AZURE_CLIENT_ID"
-	EnvClientSecret       = "AZURE_CLIENT_SECRET"
+	EnvClientSecret       = "AZURE_CLIENT_SECRET" //nolint:gosec // G101: the variable's name, not a credential
 	EnvFederatedTokenFile = "AZURE_FEDERATED_TOKEN_FILE"
 	EnvEnvironmentFile    = "AZURE_ENVIRONMENT_FILEPATH"
 )

@@ -27,40 +27,40 @@ const (
 	typeBackendPoolSub = "backendAddressPools"
 )
 
-// NewSet returns a writer set with one registry per registry of real: its writers batch and
-// apply mutations as real ones do, read through real's writers (and so their caches) and
+// NewSet returns a writer set with one registry per registry of live: its writers batch and
+// apply mutations as real ones do, read through live's writers (and so their caches) and
 // record into r instead of writing. Nothing is cached in the dry-run writers themselves, so
-// they always see the planned state or what real knows.
-func NewSet(real *writers.Set, r *Recorder) *writers.Set {
+// they always see the planned state or what live knows.
+func NewSet(live *writers.Set, r *Recorder) *writers.Set {
 	return &writers.Set{
 		LoadBalancers: writer.NewRegistry(func(id string) writer.Store[armnetwork.LoadBalancer] {
-			return &lbStore{store[armnetwork.LoadBalancer]{typ: TypeLoadBalancer, id: id, real: real.LoadBalancers.For(id), rec: r, fill: fillLB}}
+			return &lbStore{store[armnetwork.LoadBalancer]{typ: TypeLoadBalancer, id: id, real: live.LoadBalancers.For(id), rec: r, fill: fillLB}}
 		}, writer.Options[armnetwork.LoadBalancer]{}),
 		SecurityGroups: writer.NewRegistry(func(id string) writer.Store[armnetwork.SecurityGroup] {
-			return &store[armnetwork.SecurityGroup]{typ: TypeSecurityGroup, id: id, real: real.SecurityGroups.For(id), rec: r}
+			return &store[armnetwork.SecurityGroup]{typ: TypeSecurityGroup, id: id, real: live.SecurityGroups.For(id), rec: r}
 		}, writer.Options[armnetwork.SecurityGroup]{}),
 		PublicIPs: writer.NewRegistry(func(id string) writer.Store[armnetwork.PublicIPAddress] {
-			return &store[armnetwork.PublicIPAddress]{typ: TypePublicIP, id: id, real: real.PublicIPs.For(id), rec: r, fill: fillPIP}
+			return &store[armnetwork.PublicIPAddress]{typ: TypePublicIP, id: id, real: live.PublicIPs.For(id), rec: r, fill: fillPIP}
 		}, writer.Options[armnetwork.PublicIPAddress]{}),
 		RouteTables: writer.NewRegistry(func(id string) writer.Store[armnetwork.RouteTable] {
-			return &store[armnetwork.RouteTable]{typ: TypeRouteTable, id: id, real: real.RouteTables.For(id), rec: r,
+			return &store[armnetwork.RouteTable]{typ: TypeRouteTable, id: id, real: live.RouteTables.For(id), rec: r,
 				fill: func(_ *Recorder, id string, t *armnetwork.RouteTable) { setID(&t.ID, &t.Name, id) }}
 		}, writer.Options[armnetwork.RouteTable]{}),
 		Interfaces: writer.NewRegistry(func(id string) writer.Store[armnetwork.Interface] {
-			return &store[armnetwork.Interface]{typ: TypeInterface, id: id, real: real.Interfaces.For(id), rec: r}
+			return &store[armnetwork.Interface]{typ: TypeInterface, id: id, real: live.Interfaces.For(id), rec: r}
 		}, writer.Options[armnetwork.Interface]{}),
 		ScaleSetVMs: writer.NewRegistry(func(id string) writer.Store[armcompute.VirtualMachineScaleSetVM] {
-			return &store[armcompute.VirtualMachineScaleSetVM]{typ: TypeScaleSetVM, id: id, real: real.ScaleSetVMs.For(id), rec: r}
+			return &store[armcompute.VirtualMachineScaleSetVM]{typ: TypeScaleSetVM, id: id, real: live.ScaleSetVMs.For(id), rec: r}
 		}, writer.Options[armcompute.VirtualMachineScaleSetVM]{}),
 		ScaleSets: writer.NewRegistry(func(id string) writer.Store[armcompute.VirtualMachineScaleSet] {
-			return &store[armcompute.VirtualMachineScaleSet]{typ: TypeScaleSet, id: id, real: real.ScaleSets.For(id), rec: r}
+			return &store[armcompute.VirtualMachineScaleSet]{typ: TypeScaleSet, id: id, real: live.ScaleSets.For(id), rec: r}
 		}, writer.Options[armcompute.VirtualMachineScaleSet]{}),
 		PrivateLinkServices: writer.NewRegistry(func(id string) writer.Store[armnetwork.PrivateLinkService] {
-			return &store[armnetwork.PrivateLinkService]{typ: TypePrivateLink, id: id, real: real.PrivateLinkServices.For(id), rec: r,
+			return &store[armnetwork.PrivateLinkService]{typ: TypePrivateLink, id: id, real: live.PrivateLinkServices.For(id), rec: r,
 				fill: func(_ *Recorder, id string, p *armnetwork.PrivateLinkService) { setID(&p.ID, &p.Name, id) }}
 		}, writer.Options[armnetwork.PrivateLinkService]{}),
 		Subnets: writer.NewRegistry(func(id string) writer.Store[armnetwork.Subnet] {
-			return &store[armnetwork.Subnet]{typ: TypeSubnet, id: id, real: real.Subnets.For(id), rec: r}
+			return &store[armnetwork.Subnet]{typ: TypeSubnet, id: id, real: live.Subnets.For(id), rec: r}
 		}, writer.Options[armnetwork.Subnet]{}),
 	}
 }
@@ -177,18 +177,18 @@ type (
 	PrivateLinkLists = Lists[*armnetwork.PrivateLinkService]
 )
 
-// PublicIPs returns real seen through the recorder: the lists as real has them with the
-// planned edits applied. Edits stay in the recorder (dropped by Reset); real is only read.
-func (r *Recorder) PublicIPs(real PublicIPLists) PublicIPLists {
-	return &listOverlay[*armnetwork.PublicIPAddress]{real: real, r: r, kind: "publicIPAddresses"}
+// PublicIPs returns live seen through the recorder: the lists as live has them with the
+// planned edits applied. Edits stay in the recorder (dropped by Reset); live is only read.
+func (r *Recorder) PublicIPs(live PublicIPLists) PublicIPLists {
+	return &listOverlay[*armnetwork.PublicIPAddress]{real: live, r: r, kind: "publicIPAddresses"}
 }
 
-// PrivateLinks is PublicIPs for the private link service lists. A nil real stays nil.
-func (r *Recorder) PrivateLinks(real PrivateLinkLists) PrivateLinkLists {
-	if real == nil {
+// PrivateLinks is PublicIPs for the private link service lists. A nil live stays nil.
+func (r *Recorder) PrivateLinks(live PrivateLinkLists) PrivateLinkLists {
+	if live == nil {
 		return nil
 	}
-	return &listOverlay[*armnetwork.PrivateLinkService]{real: real, r: r, kind: "privateLinkServices"}
+	return &listOverlay[*armnetwork.PrivateLinkService]{real: live, r: r, kind: "privateLinkServices"}
 }
 
 type listOverlay[T any] struct {

@@ -182,7 +182,7 @@ func (l *LoadBalancer) releasePrivateLinks(ctx context.Context, c *plan.Cluster,
 	}
 	after, err := mutate(writer.DeepCopy(lb))
 	if err != nil {
-		return nil // the write itself reports it
+		return nil //nolint:nilerr // the write itself reports it
 	}
 	for _, feID := range plan.RemovedFrontendIDs(lb, after) {
 		p := plan.PrivateLinkOf(held, feID)

@@ -97,7 +97,7 @@ func MetadataFromIMDS(doc *IMDSDocument, nodeName string) (NodeMetadata, error) 
 	}
 	var fd *int32
 	if doc.Compute.PlatformFaultDomain != "" {
-		n, err := strconv.Atoi(doc.Compute.PlatformFaultDomain)
+		n, err := strconv.ParseInt(doc.Compute.PlatformFaultDomain, 10, 32)
 		if err != nil {
 			return NodeMetadata{}, fmt.Errorf("instance metadata compute.platformFaultDomain %q is not a number", doc.Compute.PlatformFaultDomain)
 		}

@@ -196,7 +196,7 @@ func (c *Cloud) Start(ctx context.Context) error {
 		klog.ErrorS(err, "Azure cloud provider start-up failed; retrying", "attempt", attempt, "retryIn", delay)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("azure cloud provider start-up: %w (last error: %v)", ctx.Err(), lastErr)
+			return fmt.Errorf("azure cloud provider start-up: %w (last error: %w)", ctx.Err(), lastErr)
 		case <-time.After(delay):
 		}
 		// At most 30 s: nothing runs until the start succeeds, so a long wait after the login

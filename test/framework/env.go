@@ -184,11 +184,14 @@ func (e *Env) teardown() {
 		if e.unregister != nil {
 			e.unregister()
 		}
-		if e.T.Failed() {
-			e.collectArtifacts()
-		}
 		if err := e.StopCCM(); err != nil {
 			e.T.Logf("framework: %v", err)
+		}
+		for _, r := range RaceReports(filepath.Join(e.Dir, "logs")) {
+			e.T.Errorf("framework: the race detector reported a data race in %s", r)
+		}
+		if e.T.Failed() {
+			e.collectArtifacts()
 		}
 		e.recordRoleActions()
 		if e.Azure != nil {

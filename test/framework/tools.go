@@ -82,8 +82,14 @@ func RequireTools(t T) Tools {
 	return Tools{}
 }
 
-// BinDir is where `make build` puts the project's binaries.
-func BinDir() string { return filepath.Join(RepoRoot(), "_output", "bin") }
+// BinDir is where the project's binaries are taken from: $AZURE_CCM_BIN_DIR, or where
+// `make build` puts them.
+func BinDir() string {
+	if d := os.Getenv(EnvBinDir); d != "" {
+		return d
+	}
+	return filepath.Join(RepoRoot(), "_output", "bin")
+}
 
 // T is the part of testing.TB the framework uses, so that programs (the demo) can run an
 // environment too. *testing.T and *testing.B satisfy it.
@@ -91,6 +97,7 @@ type T interface {
 	Helper()
 	Name() string
 	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
 	Skipf(format string, args ...any)
 	Failed() bool

@@ -215,11 +215,11 @@ func (s *TypeSpec) creatingState() string {
 }
 
 func (s *TypeSpec) validName(name string) bool {
-	max := s.NameMaxLen
-	if max == 0 {
-		max = 80
+	maxLen := s.NameMaxLen
+	if maxLen == 0 {
+		maxLen = 80
 	}
-	if len(name) == 0 || len(name) > max {
+	if len(name) == 0 || len(name) > maxLen {
 		return false
 	}
 	p := s.NamePattern

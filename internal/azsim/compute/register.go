@@ -10,7 +10,6 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/network"
 )
 
-const computeNS = "Microsoft.Compute"
 
 // Config configures the Microsoft.Compute handlers.
 type Config struct {

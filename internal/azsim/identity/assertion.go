@@ -1,7 +1,7 @@
 package identity
 
 import (
-	"crypto/sha1"
+	"crypto/sha1" //nolint:gosec // G505: the JWT x5t header is a SHA-1 thumbprint by definition
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -23,7 +23,7 @@ func verifyAssertion(cl Client, assertion string, now jwtTime) error {
 	var claims jwt.RegisteredClaims
 	tok, _, err := parser.ParseUnverified(assertion, &claims)
 	if err != nil {
-		return fmt.Errorf("AADSTS50027: client_assertion is not a JWT: %v", err)
+		return fmt.Errorf("AADSTS50027: client_assertion is not a JWT: %w", err)
 	}
 	_, hasX5t := tok.Header["x5t"]
 	_, hasX5tS256 := tok.Header["x5t#S256"]
@@ -42,7 +42,7 @@ func verifyAssertion(cl Client, assertion string, now jwtTime) error {
 func verifyFederated(cl Client, assertion string, now jwtTime) error {
 	var unverified jwt.RegisteredClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(assertion, &unverified); err != nil {
-		return fmt.Errorf("AADSTS50027: client_assertion is not a JWT: %v", err)
+		return fmt.Errorf("AADSTS50027: client_assertion is not a JWT: %w", err)
 	}
 	if unverified.Issuer != cl.FederatedIssuer {
 		return fmt.Errorf("AADSTS700211: No matching federated identity record found for presented assertion issuer %q", unverified.Issuer)
@@ -67,7 +67,7 @@ func verifyFederated(cl Client, assertion string, now jwtTime) error {
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenInvalidId):
 		return fmt.Errorf("AADSTS50013: Assertion failed signature validation (no key of issuer %q verifies it)", cl.FederatedIssuer)
 	case err != nil:
-		return fmt.Errorf("AADSTS50013: federated assertion rejected: %v", err)
+		return fmt.Errorf("AADSTS50013: federated assertion rejected: %w", err)
 	}
 	if claims.Subject != cl.FederatedSubject {
 		return fmt.Errorf("AADSTS700213: No matching federated identity record found for presented assertion subject %q", claims.Subject)
@@ -101,7 +101,7 @@ func verifyCertAssertion(cl Client, assertion string, now jwtTime) error {
 		return c.PublicKey, nil
 	}, jwt.WithValidMethods([]string{"RS256", "PS256", "ES256"}), jwt.WithTimeFunc(now), jwt.WithExpirationRequired())
 	if err != nil {
-		return fmt.Errorf("certificate assertion rejected: %v", err)
+		return fmt.Errorf("certificate assertion rejected: %w", err)
 	}
 	if !strings.EqualFold(claims.Issuer, cl.ClientID) || !strings.EqualFold(claims.Subject, cl.ClientID) {
 		return fmt.Errorf("certificate assertion iss/sub must be the client ID %s", cl.ClientID)
@@ -111,7 +111,7 @@ func verifyCertAssertion(cl Client, assertion string, now jwtTime) error {
 
 func matchThumbprint(certs []*x509.Certificate, header map[string]any) *x509.Certificate {
 	for _, c := range certs {
-		s1 := sha1.Sum(c.Raw)
+		s1 := sha1.Sum(c.Raw) //nolint:gosec // G401: x5t is defined as SHA-1; no security rests on it here
 		s256 := sha256.Sum256(c.Raw)
 		for key, sum := range map[string][]byte{"x5t": s1[:], "x5t#S256": s256[:]} {
 			v, _ := header[key].(string)

@@ -83,7 +83,7 @@ func (i *Issuer) Parse(token string) (*Claims, error) {
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return nil, ErrExpiredToken
 	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
 	if len(i.Audiences) > 0 && !audienceAccepted(i.Audiences, c.Audience) {
 		return nil, ErrBadAudience

@@ -202,9 +202,7 @@ func (s *Server) vmDocument(ctx context.Context, c reader, vm *armcompute.Virtua
 			comp.PlatformUpdateDomain = itoa(iv.PlatformUpdateDomain)
 		}
 		if p.NetworkProfile != nil {
-			for _, n := range primaryFirst(p.NetworkProfile.NetworkInterfaces) {
-				nicIDs = append(nicIDs, n)
-			}
+			nicIDs = append(nicIDs, primaryFirst(p.NetworkProfile.NetworkInterfaces)...)
 		}
 	}
 	var nics []armnetwork.Interface

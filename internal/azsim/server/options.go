@@ -15,7 +15,7 @@ import (
 const (
 	DefaultTenantID       = "11111111-1111-1111-1111-111111111111"
 	DefaultClientID       = "22222222-2222-2222-2222-222222222222"
-	DefaultClientSecret   = "azsim-client-secret"
+	DefaultClientSecret   = "azsim-client-secret" //nolint:gosec // G101: the simulator's documented default, not a real credential
 	DefaultMIClientID     = "33333333-3333-3333-3333-333333333333"
 	DefaultUserMIClientID = "44444444-4444-4444-4444-444444444444"
 	DefaultIdentityHeader = "azsim-identity-header"

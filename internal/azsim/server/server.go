@@ -60,7 +60,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			s.shutdown(false)
+			_ = s.shutdown(false) // the start-up error is the one to report
 		}
 	}()
 

@@ -6,18 +6,18 @@ import (
 
 // normalizeLoadBalancers fills the defaults of public IPs and load balancers and checks their
 // references (public IPs of the load balancer's group, subnets, frontends and pools of rules).
-func (n *Topology) normalizeLoadBalancers(fail func(string, ...any), need func(what, rg, name string),
+func (t *Topology) normalizeLoadBalancers(fail func(string, ...any), need func(what, rg, name string),
 	resolve func(owner, rg string, ref SubnetRef, ipv6 bool) SubnetRef) {
-	n.PublicIPs = append([]PublicIP(nil), n.PublicIPs...)
-	for i := range n.PublicIPs {
-		p := &n.PublicIPs[i]
+	t.PublicIPs = append([]PublicIP(nil), t.PublicIPs...)
+	for i := range t.PublicIPs {
+		p := &t.PublicIPs[i]
 		need("publicIP", p.ResourceGroup, p.Name)
 		p.SKU = canonical(fail, "publicIP "+p.Name+" sku", p.SKU, "Standard", "Basic", "Standard")
 		p.Allocation = canonical(fail, "publicIP "+p.Name+" allocation", p.Allocation, "Static", "Static", "Dynamic")
 	}
-	n.LoadBalancers = append([]LoadBalancer(nil), n.LoadBalancers...)
-	for i := range n.LoadBalancers {
-		lb := &n.LoadBalancers[i]
+	t.LoadBalancers = append([]LoadBalancer(nil), t.LoadBalancers...)
+	for i := range t.LoadBalancers {
+		lb := &t.LoadBalancers[i]
 		need("loadBalancer", lb.ResourceGroup, lb.Name)
 		owner := "loadBalancer " + lb.Name
 		lb.SKU = canonical(fail, owner+" sku", lb.SKU, "Standard", "Basic", "Standard")
@@ -32,7 +32,7 @@ func (n *Topology) normalizeLoadBalancers(fail func(string, ...any), need func(w
 			case f.PublicIP != "" && f.Subnet != nil:
 				fail("%s: frontend %s has both publicIP and subnet", owner, f.Name)
 			case f.PublicIP != "":
-				if !hasPIP(n.PublicIPs, lb.ResourceGroup, f.PublicIP) {
+				if !hasPIP(t.PublicIPs, lb.ResourceGroup, f.PublicIP) {
 					fail("%s: frontend %s names publicIP %s, which is not in the topology", owner, f.Name, f.PublicIP)
 				}
 			default:

@@ -66,17 +66,17 @@ type SeededPrivateEndpoint struct {
 	ConnectionState string `json:"connectionState"`
 }
 
-func (n *Topology) normalizePrivateLink(fail func(string, ...any), need func(what, rg, name string),
+func (t *Topology) normalizePrivateLink(fail func(string, ...any), need func(what, rg, name string),
 	resolve func(owner, rg string, ref SubnetRef, ipv6 bool) SubnetRef) {
-	n.PrivateLinkServices = append([]PrivateLinkService(nil), n.PrivateLinkServices...)
-	for i := range n.PrivateLinkServices {
-		p := &n.PrivateLinkServices[i]
+	t.PrivateLinkServices = append([]PrivateLinkService(nil), t.PrivateLinkServices...)
+	for i := range t.PrivateLinkServices {
+		p := &t.PrivateLinkServices[i]
 		need("privateLinkService", p.ResourceGroup, p.Name)
 		owner := "privateLinkService " + p.Name
 		if p.LoadBalancerResourceGroup == "" {
 			p.LoadBalancerResourceGroup = p.ResourceGroup
 		}
-		lb := n.loadBalancer(p.LoadBalancerResourceGroup, p.LoadBalancer)
+		lb := t.loadBalancer(p.LoadBalancerResourceGroup, p.LoadBalancer)
 		switch {
 		case lb == nil:
 			fail("%s: loadBalancer %s/%s is not in the topology", owner, p.LoadBalancerResourceGroup, p.LoadBalancer)
@@ -96,9 +96,9 @@ func (n *Topology) normalizePrivateLink(fail func(string, ...any), need func(wha
 			}
 		}
 	}
-	n.PrivateEndpoints = append([]PrivateEndpoint(nil), n.PrivateEndpoints...)
-	for i := range n.PrivateEndpoints {
-		e := &n.PrivateEndpoints[i]
+	t.PrivateEndpoints = append([]PrivateEndpoint(nil), t.PrivateEndpoints...)
+	for i := range t.PrivateEndpoints {
+		e := &t.PrivateEndpoints[i]
 		need("privateEndpoint", e.ResourceGroup, e.Name)
 		owner := "privateEndpoint " + e.Name
 		e.Subnet = resolve(owner, e.ResourceGroup, e.Subnet, false)
@@ -108,9 +108,9 @@ func (n *Topology) normalizePrivateLink(fail func(string, ...any), need func(wha
 		case strings.HasPrefix(target, "/"), strings.HasSuffix(strings.ToLower(target), ".azure.privatelinkservice"):
 		default:
 			found := 0
-			for _, p := range n.PrivateLinkServices {
+			for _, p := range t.PrivateLinkServices {
 				if strings.EqualFold(p.Name, target) {
-					e.PrivateLinkService = resID(n.SubscriptionID, p.ResourceGroup, "Microsoft.Network/privateLinkServices", p.Name)
+					e.PrivateLinkService = resID(t.SubscriptionID, p.ResourceGroup, "Microsoft.Network/privateLinkServices", p.Name)
 					found++
 				}
 			}
@@ -121,10 +121,10 @@ func (n *Topology) normalizePrivateLink(fail func(string, ...any), need func(wha
 	}
 }
 
-func (n *Topology) loadBalancer(rg, name string) *LoadBalancer {
-	for i := range n.LoadBalancers {
-		if strings.EqualFold(n.LoadBalancers[i].ResourceGroup, rg) && strings.EqualFold(n.LoadBalancers[i].Name, name) {
-			return &n.LoadBalancers[i]
+func (t *Topology) loadBalancer(rg, name string) *LoadBalancer {
+	for i := range t.LoadBalancers {
+		if strings.EqualFold(t.LoadBalancers[i].ResourceGroup, rg) && strings.EqualFold(t.LoadBalancers[i].Name, name) {
+			return &t.LoadBalancers[i]
 		}
 	}
 	return nil

@@ -66,7 +66,7 @@ func (c *Controller) eventChanged(e *v1.Event) {
 func (c *Controller) judgeEvent(nsName string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(nsName)
 	if err != nil {
-		return nil // not a key this controller made: nothing to retry
+		return nil //nolint:nilerr // not a key this controller made: nothing to retry
 	}
 	e, err := c.events.Events(ns).Get(name)
 	if apierrors.IsNotFound(err) {

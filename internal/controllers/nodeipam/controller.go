@@ -291,7 +291,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return nil
 	case gerr != nil:
 		assignments.WithLabelValues(resultError).Inc()
-		return fmt.Errorf("writing pod CIDRs %v: %w; reading the node back: %v", cidrs, perr, gerr)
+		return fmt.Errorf("writing pod CIDRs %v: %w; reading the node back: %w", cidrs, perr, gerr)
 	case cur.UID != n.UID:
 		// Recreated under the same name: the old Node's reservation goes, the new one is queued
 		// by its own add event.

@@ -143,7 +143,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		case <-ctx.Done():
 			res.Outcome, res.Duration = ResultFailed, time.Since(start)
 			runs.WithLabelValues(ResultFailed).Inc()
-			return res, fmt.Errorf("basic to standard load balancer migration: %w (last error: %v)", ctx.Err(), lastErr)
+			return res, fmt.Errorf("basic to standard load balancer migration: %w (last error: %w)", ctx.Err(), lastErr)
 		case <-time.After(delay):
 		}
 		if delay *= 2; delay > time.Minute {

@@ -384,8 +384,8 @@ func natConfigsMatch(have []*armnetwork.PrivateLinkServiceIPConfiguration, o ann
 func natConfigs(plsName string, o annotations.PLSOptions, subnetID, subnetName string) []*armnetwork.PrivateLinkServiceIPConfiguration {
 	name := func(suffix string) string {
 		prefix := subnetName + "-" + plsName
-		if max := plsIPConfigNameMax - len(suffix); len(prefix) > max {
-			prefix = prefix[:max]
+		if room := plsIPConfigNameMax - len(suffix); len(prefix) > room {
+			prefix = prefix[:room]
 		}
 		return prefix + suffix
 	}

@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		case <-ctx.Done():
 			res.Outcome, res.Duration = ResultFailed, time.Since(start)
 			runs.WithLabelValues(ResultFailed).Inc()
-			return res, fmt.Errorf("backend pool migration to IP-based: %w (last error: %v)", ctx.Err(), lastErr)
+			return res, fmt.Errorf("backend pool migration to IP-based: %w (last error: %w)", ctx.Err(), lastErr)
 		case <-time.After(delay):
 		}
 		if delay *= 2; delay > time.Minute {

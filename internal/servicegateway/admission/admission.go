@@ -67,7 +67,7 @@ func Admit(svc *v1.Service, eps []*discoveryv1.EndpointSlice) Result {
 	r.Spec.SourceIPAffinity = svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP
 	r.Spec.IdleTimeoutMinutes = 4
 	if v, ok := svc.Annotations[AnnotationIdleTimeout]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		if err != nil || n < 4 || n > 100 {
 			r.Rejected = append(r.Rejected, fmt.Sprintf("%s=%q (must be 4–100 minutes)", AnnotationIdleTimeout, v))
 		} else {

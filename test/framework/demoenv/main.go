@@ -102,6 +102,13 @@ func (t *daemonT) Fatalf(format string, args ...any) {
 
 func (t *daemonT) Skipf(format string, args ...any) { t.Fatalf("cannot run: "+format, args...) }
 
+func (t *daemonT) Errorf(format string, args ...any) {
+	t.mu.Lock()
+	t.failed = true
+	t.mu.Unlock()
+	log.Printf("ERROR: "+format, args...)
+}
+
 // runCleanups runs the registered cleanups last-first, like testing does.
 func (t *daemonT) runCleanups() {
 	t.mu.Lock()
