@@ -18,6 +18,7 @@ cd "${ROOT}"
 GO="${GO:-go}"
 OUT="${ROOT}/_output/test"
 mkdir -p "${OUT}"
+rm -f "${OUT}"/*.summary "${OUT}"/*.slowest
 export AZURE_CCM_TOOLS_BIN="${AZURE_CCM_TOOLS_BIN:-${ROOT}/_output/tools/bin}"
 export AZURE_CCM_ARTIFACTS="${AZURE_CCM_ARTIFACTS:-${ROOT}/_output/test-artifacts}"
 read -r -a EXTRA <<<"${GO_TEST_FLAGS:-}"
@@ -48,11 +49,17 @@ suite() {
   fi
   echo "=== ${name}: go test $* (log: ${log})"
   start=$(date +%s)
-  "${GO}" test -count=1 -timeout "${timeout}" "${RACE_FLAG[@]}" "${EXTRA[@]}" "$@" 2>&1 | tee "${log}"
+  # -v keeps every test's log and duration in the log file; the console gets the result lines
+  # only (a failing test's output is in the log, and in its artifacts for cluster tests).
+  "${GO}" test -v -count=1 -timeout "${timeout}" "${RACE_FLAG[@]}" "${EXTRA[@]}" "$@" 2>&1 |
+    tee "${log}" | grep --line-buffered -E '^(ok|FAIL|--- FAIL|--- SKIP|panic:|\?)|WARNING: DATA RACE|^# '
   rc=${PIPESTATUS[0]}
   summary+=("${name}: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
   # go test's own per-package lines, so the summary is readable without the full log.
-  grep -E '^(ok|FAIL|---|\?|panic:)' "${log}" | grep -v '^--- PASS' >"${OUT}/${name}.summary" || true
+  grep -E '^(ok|FAIL|--- FAIL|\?|panic:)' "${log}" >"${OUT}/${name}.summary" || true
+  # Where the suite's time went: its slowest top-level tests.
+  grep -E '^--- (PASS|FAIL): Test[^ ]* \([0-9.]+s\)' "${log}" |
+    sed -E 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)/\2 \1/' | sort -rn | head -15 >"${OUT}/${name}.slowest" || true
   [[ ${rc} -eq 0 ]] || failed+=("${name}")
 }
 
@@ -112,6 +119,11 @@ for s in "${summary[@]}"; do echo "  ${s}"; done
 for f in "${OUT}"/*.summary; do
   [[ -s "${f}" ]] || continue
   echo "--- $(basename "${f}" .summary)"
+  cat "${f}"
+done
+for f in "${OUT}"/*.slowest; do
+  [[ -s "${f}" ]] || continue
+  echo "--- slowest tests of $(basename "${f}" .slowest) (seconds)"
   cat "${f}"
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
