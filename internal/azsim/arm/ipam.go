@@ -213,6 +213,38 @@ func (tx *Tx) IPsInSpace(space string) []string {
 	return out
 }
 
+// Usable reports whether a lies in the range and is not one of the addresses it keeps back
+// (a subnet's first four and last).
+func (r IPRange) Usable(a netip.Addr) bool { return r.Prefix.Contains(a) && usable(r, a) }
+
+// FreeIPs lists up to n usable addresses of r that no owner holds in space, the first after
+// from and on in order, then from the start of the range up to from.
+func (tx *Tx) FreeIPs(space string, r IPRange, from netip.Addr, n int) []string {
+	used := tx.e.ipam.Spaces[space]
+	var out []string
+	take := func(a netip.Addr) bool {
+		if _, taken := used[a.String()]; !taken && usable(r, a) {
+			out = append(out, a.String())
+		}
+		return len(out) < n
+	}
+	const maxScan = 1 << 20
+	scanned := 0
+	for a := from.Next(); a.IsValid() && r.Prefix.Contains(a) && scanned < maxScan; a = a.Next() {
+		scanned++
+		if !take(a) {
+			return out
+		}
+	}
+	for a := r.Prefix.Masked().Addr(); a.IsValid() && a.Less(from) && scanned < maxScan; a = a.Next() {
+		scanned++
+		if !take(a) {
+			return out
+		}
+	}
+	return out
+}
+
 func usable(r IPRange, a netip.Addr) bool {
 	first := r.Prefix.Masked().Addr()
 	if idx := offset(first, a); idx < uint64(r.SkipLow) {

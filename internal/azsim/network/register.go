@@ -28,7 +28,8 @@ const ns = "Microsoft.Network/"
 func Register(e *arm.Engine) {
 	e.Register(resourceGroupSpec())
 	e.Register(
-		arm.TypeSpec{Type: ns + "virtualNetworks", APIVersions: arm.NetworkAPIVersions, Prepare: prepareVNet, BeforeDelete: beforeDeleteVNet},
+		arm.TypeSpec{Type: ns + "virtualNetworks", APIVersions: arm.NetworkAPIVersions, Prepare: prepareVNet, BeforeDelete: beforeDeleteVNet,
+			Actions: vnetActions()},
 		arm.TypeSpec{Type: ns + "virtualNetworks/subnets"},
 		arm.TypeSpec{Type: ns + "networkSecurityGroups", APIVersions: arm.NetworkAPIVersions, Prepare: prepareNSG, BeforeDelete: beforeDeleteNSG},
 		arm.TypeSpec{Type: ns + "networkSecurityGroups/securityRules"},
