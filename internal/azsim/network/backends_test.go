@@ -244,3 +244,127 @@ func TestBackendPoolChildETags(t *testing.T) {
 		t.Fatalf("deleted pool GET: %d", resp.StatusCode)
 	}
 }
+
+// addresses maps a pool's address entries by the ip configuration they name ("" for IP entries)
+// to their names; it fails on an entry that names an ip configuration and carries an address.
+func addresses(t *testing.T, pool *armnetwork.BackendAddressPool) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, a := range pool.Properties.LoadBalancerBackendAddresses {
+		ref := ""
+		if a.Properties != nil && a.Properties.NetworkInterfaceIPConfiguration != nil {
+			ref = strings.ToLower(*a.Properties.NetworkInterfaceIPConfiguration.ID)
+			if a.Properties.IPAddress != nil {
+				t.Fatalf("entry %s names %s and has address %s", *a.Name, ref, *a.Properties.IPAddress)
+			}
+		}
+		out[ref] = *a.Name
+	}
+	return out
+}
+
+// NRP lists the members of a NIC-based pool in loadBalancerBackendAddresses as well, each naming
+// its ip configuration (networkInterfaceIPConfiguration, read-only in loadBalancer.json's
+// LoadBalancerBackendAddressPropertiesFormat): <resource group>_<NIC><ip configuration> for a
+// NIC, a GUID for a scale set instance. Clients send the entries back (the SDK round-trips
+// them); NRP ignores an entry that only names an ip configuration, so a round trip neither
+// makes members nor turns the pool IP-based.
+func TestNICPoolListsMembersAsAddresses(t *testing.T) {
+	v := newEnv(t, arm.Config{})
+	v.mustRG(testRG)
+	subnet := v.mustVNet("vnet")
+	pip, err := v.putPIP("pip1", armnetwork.PublicIPAddress{SKU: stdSKU()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbBody := lbWithFrontend(pip.ID)
+	lbBody.Properties.BackendAddressPools = []*armnetwork.BackendAddressPool{{Name: ptr("kubernetes")}}
+	lb, err := v.putLB("kubernetes", lbBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poolID := *lb.Properties.BackendAddressPools[0].ID
+	nic1, err := v.putNIC("nic1", nicWithPools(subnet, poolID)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipc1 := strings.ToLower(*nic1.Properties.IPConfigurations[0].ID)
+	// A scale set instance's ip configuration, as compute reports it.
+	vmIPC := "/subscriptions/" + testSub + "/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0/networkInterfaces/nic/ipConfigurations/ipc"
+	var vmMembers []IPConfiguration
+	AddIPConfigSource(v.engine, func(tx *arm.Tx) []IPConfiguration { return vmMembers })
+	if err := v.engine.Do(func(tx *arm.Tx) error {
+		ip, err := AllocatePrivateIP(tx, subnet, vmIPC, "")
+		vmMembers = []IPConfiguration{{ID: vmIPC, SubnetID: subnet, PrivateIP: ip, PoolIDs: []string{poolID}}}
+		tx.MarkChanged(poolID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]string{ipc1: "rg1_nic1ipconfig1", strings.ToLower(vmIPC): guidOf(vmIPC)}
+	check := func(step string, pool *armnetwork.BackendAddressPool, want map[string]string) {
+		t.Helper()
+		got := addresses(t, pool)
+		if len(got) != len(want) || len(members(pool)) != len(want) {
+			t.Fatalf("%s: entries %v members %v, want %v", step, got, members(pool), want)
+		}
+		for ref, name := range want {
+			if got[ref] != name {
+				t.Fatalf("%s: entry of %s is %q, want %q (all: %v)", step, ref, got[ref], name, got)
+			}
+		}
+	}
+	check("LB GET", v.getLB("kubernetes").Properties.BackendAddressPools[0], want)
+	pool, err := v.net.NewLoadBalancerBackendAddressPoolsClient().Get(v.ctx, testRG, "kubernetes", "kubernetes", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("pool GET", &pool.BackendAddressPool, want)
+	// The wire shape of an entry: id and type besides name and properties.
+	for _, a := range arm.Arr(arm.Props(findChild(v.rawJSON(*lb.ID), "backendAddressPools", "kubernetes")), "loadBalancerBackendAddresses") {
+		if arm.Str(a, "id") != poolID+"/loadBalancerBackendAddresses/"+arm.Str(a, "name") || arm.Str(a, "type") != "Microsoft.Network/loadBalancers/backendAddressPools/loadBalancerBackendAddresses" {
+			t.Fatalf("entry shape %v", a)
+		}
+	}
+
+	// Round trips of what was read: the LB, then the pool through its own API.
+	cur := v.getLB("kubernetes")
+	if _, err := v.putLB("kubernetes", cur); err != nil {
+		t.Fatalf("LB round trip: %v", err)
+	}
+	check("after the LB round trip", v.getLB("kubernetes").Properties.BackendAddressPools[0], want)
+	if _, err := v.putPool("kubernetes", "kubernetes", pool.BackendAddressPool); err != nil {
+		t.Fatalf("pool round trip: %v", err)
+	}
+	check("after the pool round trip", v.getLB("kubernetes").Properties.BackendAddressPools[0], want)
+	// A PUT that leaves the entries out gets them back in its own answer: they are NRP's listing.
+	doc := v.rawJSON(*lb.ID)
+	delete(arm.Props(findChild(doc, "backendAddressPools", "kubernetes")), "loadBalancerBackendAddresses")
+	body, _ := json.Marshal(doc)
+	resp := v.raw(http.MethodPut, *lb.ID+"?api-version=2025-05-01", string(body), nil)
+	var answer armnetwork.LoadBalancer
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("raw LB PUT: %d %v", resp.StatusCode, err)
+	}
+	check("the PUT's answer", answer.Properties.BackendAddressPools[0], want)
+	// The pool is still NIC-based: another NIC can join it.
+	nic2, err := v.putNIC("nic2", nicWithPools(subnet, poolID)...)
+	if err != nil {
+		t.Fatalf("a NIC joining after the round trips: %v", err)
+	}
+	want[strings.ToLower(*nic2.Properties.IPConfigurations[0].ID)] = "rg1_nic2ipconfig1"
+	check("after nic2 joined", v.getLB("kubernetes").Properties.BackendAddressPools[0], want)
+
+	// A stale entry (its NIC left the pool since it was read) is ignored, not refused.
+	stale := v.getLB("kubernetes")
+	if _, err := v.putNIC("nic2", nicWithPools(subnet)...); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, strings.ToLower(*nic2.Properties.IPConfigurations[0].ID))
+	stale.Etag = nil
+	if _, err := v.putLB("kubernetes", stale); err != nil {
+		t.Fatalf("LB PUT with a stale NIC entry: %v", err)
+	}
+	check("after the stale PUT", v.getLB("kubernetes").Properties.BackendAddressPools[0], want)
+}

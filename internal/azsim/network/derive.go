@@ -233,7 +233,7 @@ func derive(tx *arm.Tx, changed []string) {
 		differs := false
 		for _, pool := range childItems(lb, "backendAddressPools") {
 			members := poolIPC.get(arm.Str(pool, "id"))
-			differs = differs || !sameRefs(arm.Props(pool), "backendIPConfigurations", members) || pruneNICEntries(pool, members, false)
+			differs = differs || !sameRefs(arm.Props(pool), "backendIPConfigurations", members) || !memberEntriesMatch(pool, members)
 		}
 		for _, r := range childItems(lb, "inboundNatRules") {
 			differs = differs || arm.Str(r, "properties", "backendIPConfiguration", "id") != first(natRuleIPC.get(arm.Str(r, "id")))
@@ -244,49 +244,15 @@ func derive(tx *arm.Tx, changed []string) {
 		tx.Modify(arm.Str(lb, "id"), func(doc map[string]any) {
 			for _, pool := range childItems(doc, "backendAddressPools") {
 				members := poolIPC.get(arm.Str(pool, "id"))
-				setRefs(arm.Props(pool), "backendIPConfigurations", members)
-				pruneNICEntries(pool, members, true)
+				pp := arm.Props(pool)
+				setRefs(pp, "backendIPConfigurations", members)
+				pp["loadBalancerBackendAddresses"] = poolAddresses(arm.Str(pool, "id"), members, arm.Arr(pp, "loadBalancerBackendAddresses"))
 			}
 			for _, r := range childItems(doc, "inboundNatRules") {
 				setRef(arm.Props(r), "backendIPConfiguration", first(natRuleIPC.get(arm.Str(r, "id"))))
 			}
 		})
 	}
-}
-
-// pruneNICEntries reports whether a pool has NIC-based address entries (admin
-// state holders) whose ip configuration left the pool, and with drop removes
-// them: the entry lives only as long as the membership the NIC owns.
-func pruneNICEntries(pool map[string]any, members []string, drop bool) bool {
-	pp := arm.Props(pool)
-	addrs, _ := pp["loadBalancerBackendAddresses"].([]any)
-	nicEntries := false
-	for _, a := range addrs {
-		am, _ := a.(map[string]any)
-		nicEntries = nicEntries || arm.Str(am, "properties", "networkInterfaceIPConfiguration", "id") != ""
-	}
-	if !nicEntries {
-		return false
-	}
-	in := map[string]bool{}
-	for _, m := range members {
-		in[arm.KeyOf(m)] = true
-	}
-	kept := make([]any, 0, len(addrs))
-	for _, a := range addrs {
-		am, _ := a.(map[string]any)
-		if ipc := arm.Str(am, "properties", "networkInterfaceIPConfiguration", "id"); ipc != "" && !in[arm.KeyOf(ipc)] {
-			continue
-		}
-		kept = append(kept, a)
-	}
-	if len(kept) == len(addrs) {
-		return false
-	}
-	if drop {
-		pp["loadBalancerBackendAddresses"] = kept
-	}
-	return true
 }
 
 func first(ids []string) string {

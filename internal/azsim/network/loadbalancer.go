@@ -223,7 +223,8 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 			// NIC-based entries only carry admin state for existing members:
 			// membership itself changes on the NIC (or scale set), never on
 			// the pool, and admin state cannot be set while creating the pool.
-			if ipc := refID(ap, "networkInterfaceIPConfiguration"); ipc != "" {
+			// An entry without admin state is NRP's listing sent back: ignored.
+			if ipc := refID(ap, "networkInterfaceIPConfiguration"); ipc != "" && ip == "" && hasAdminState(a) {
 				if oldPool == nil {
 					return arm.BadRequest("AdminStateNotSupportedOnNicBasedBackendPoolCreation",
 						"Admin state can't be configured during the creation of NIC-based backend address pool %s; set it once the network interfaces reference the pool.", pid)
@@ -259,6 +260,7 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 				}
 			}
 		}
+		pp["loadBalancerBackendAddresses"] = poolAddresses(pid, arm.RefIDs(pp, "backendIPConfigurations"), addrs)
 		for _, k := range []string{"loadBalancingRules", "outboundRules", "outboundRule", "inboundNatRules"} {
 			delete(pp, k)
 		}
