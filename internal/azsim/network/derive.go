@@ -213,6 +213,12 @@ func derive(tx *arm.Tx, changed []string) {
 	syncRefs("networkSecurityGroups", map[string]index{"subnets": nsgSubnets, "networkInterfaces": nsgNICs})
 	syncRefs("routeTables", map[string]index{"subnets": rtSubnets})
 	syncRefs("natGateways", map[string]index{"subnets": natSubnets})
+	// A prefix lists the public IPs allocated from it (publicIPAddresses in publicIpPrefix.json).
+	prefixPIPs := index{}
+	for _, pip := range tx.List(ns+"publicIPAddresses", "") {
+		prefixPIPs.add(refID(arm.Props(pip), "publicIPPrefix"), arm.Str(pip, "id"))
+	}
+	syncRefs("publicIPPrefixes", map[string]index{"publicIPAddresses": prefixPIPs})
 	for _, pip := range tx.List(ns+"publicIPAddresses", "") {
 		id := arm.Str(pip, "id")
 		ipc, nat := first(pipIPC.get(id)), first(pipNat.get(id))
