@@ -57,14 +57,8 @@ func prepareNSG(tx *arm.Tx, w *arm.Write) error {
 		p := arm.Props(r)
 		name := arm.Str(r, "name")
 		rid := w.ID.Child("securityRules", name).String()
-		for _, f := range []string{"protocol", "access", "direction"} {
-			if arm.Str(p, f) == "" {
-				return arm.BadRequest("SecurityRuleInvalid"+strings.ToUpper(f[:1])+f[1:], "Security rule %s has invalid %s. Value provided: ''.", rid, f)
-			}
-		}
-		n, ok := numberOf(p["priority"])
-		if !ok || n < 100 || n > 4096 {
-			return arm.BadRequest("SecurityRuleInvalidPriority", "Security rule %s has invalid Priority. Value provided: %v. Allowed range 100-4096.", rid, p["priority"])
+		if err := checkSecurityRule(rid, p); err != nil {
+			return err
 		}
 		key := strings.ToLower(arm.Str(p, "direction")) + "/" + strings.TrimSpace(jsonNum(p["priority"]))
 		if other, dup := prio[key]; dup {
