@@ -66,3 +66,9 @@ func InvalidReference(refID, referrer string) *Error {
 		"Resource %s referenced by resource %s was not found. Please make sure that the referenced resource exists, and that both resources are in the same region.",
 		refID, referrer)
 }
+
+// InvalidResourceName is ARM's answer to a name that breaks NRP's naming rule.
+func InvalidResourceName(name string) *Error {
+	return BadRequest("InvalidResourceName",
+		"Resource name %s is invalid. The name can be up to 80 characters long. It must begin with a word character, and it must end with a word character or with '_'. The name may contain word characters or '.', '-', '_'.", name)
+}

@@ -186,8 +186,7 @@ func (e *Engine) serveARM(w http.ResponseWriter, r *http.Request) error {
 	}
 	for i, n := range id.Names {
 		if i == len(id.Names)-1 && (r.Method == http.MethodPut) && !spec.validName(n) {
-			return BadRequest("InvalidResourceName",
-				"Resource name %s is invalid. The name can be up to 80 characters long. It must begin with a word character, and it must end with a word character or with '_'. The name may contain word characters or '.', '-', '_'.", n)
+			return InvalidResourceName(n)
 		}
 	}
 	switch {

@@ -69,6 +69,12 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 			delete(it, "etag")
 		}
 	}
+	if err := checkChildNames(d, lbArrays...); err != nil {
+		return err
+	}
+	if err := checkLBElements(w.ID, d); err != nil {
+		return err
+	}
 	lim := limitsFor(skuName)
 	fes := childItems(d, "frontendIPConfigurations")
 	rules := childItems(d, "loadBalancingRules")
@@ -266,14 +272,7 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		}
 	}
 	for _, pr := range childItems(d, "probes") {
-		pp := arm.Props(pr)
-		delete(pp, "loadBalancingRules")
-		if arm.Str(pp, "protocol") == "" {
-			return arm.BadRequest("InvalidRequestFormat", "Probe %s has no protocol.", arm.Str(pr, "name"))
-		}
-		if n, ok := numberOf(pp["port"]); !ok || n < 1 || n > 65535 {
-			return arm.BadRequest("InvalidProbePort", "Probe %s has an invalid port %v.", arm.Str(pr, "name"), pp["port"])
-		}
+		delete(arm.Props(pr), "loadBalancingRules")
 	}
 
 	// Back-references inside the load balancer.
@@ -309,9 +308,6 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 			probeRules.add(pid, rid)
 		}
 		proto := strings.ToLower(arm.Str(rp, "protocol"))
-		if proto == "" {
-			return arm.BadRequest("InvalidRequestFormat", "Load balancing rule %s has no protocol.", rid)
-		}
 		port := jsonNum(rp["frontendPort"])
 		k := key{strings.ToLower(fe), proto, port}
 		if proto == "all" {

@@ -48,6 +48,9 @@ func prepareNSG(tx *arm.Tx, w *arm.Write) error {
 	}
 	keepResourceGUID(w)
 	defaults(arm.Props(w.Doc), "securityRules", []any{})
+	if err := checkChildNames(w.Doc, "securityRules"); err != nil {
+		return err
+	}
 	rules := childItems(w.Doc, "securityRules")
 	if len(rules) > maxRulesPerNSG {
 		return arm.BadRequest("SecurityRulesLimitReached", "Network security group %s has %d security rules, which exceeds the limit of %d.", w.ID, len(rules), maxRulesPerNSG)
@@ -90,6 +93,9 @@ func prepareRouteTable(tx *arm.Tx, w *arm.Write) error {
 	}
 	keepResourceGUID(w)
 	defaults(arm.Props(w.Doc), "routes", []any{}, "disableBgpRoutePropagation", false)
+	if err := checkChildNames(w.Doc, "routes"); err != nil {
+		return err
+	}
 	for _, r := range childItems(w.Doc, "routes") {
 		p := arm.Props(r)
 		if arm.Str(p, "addressPrefix") == "" {
@@ -98,6 +104,10 @@ func prepareRouteTable(tx *arm.Tx, w *arm.Write) error {
 		hop := arm.Str(p, "nextHopType")
 		if hop == "" {
 			return arm.BadRequest("InvalidRequestFormat", "Route %s has no nextHopType.", arm.Str(r, "name"))
+		}
+		// RouteNextHopType in routeTable.json.
+		if !oneOf(hop, []string{"VirtualNetworkGateway", "VnetLocal", "Internet", "VirtualAppliance", "None"}) {
+			return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: invalid nextHopType '%s' of route %s.", hop, arm.Str(r, "name"))
 		}
 		if strings.EqualFold(hop, "VirtualAppliance") && arm.Str(p, "nextHopIpAddress") == "" {
 			return arm.BadRequest("RouteNextHopIpAddressMissing", "Route %s with next hop type VirtualAppliance must have a next hop IP address.", arm.Str(r, "name"))

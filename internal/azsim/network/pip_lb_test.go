@@ -57,7 +57,7 @@ func TestPublicIPAllocation(t *testing.T) {
 	v := newEnv(t, arm.Config{})
 	v.mustRG(testRG)
 	a, err := v.putPIP("a", armnetwork.PublicIPAddress{SKU: stdSKU(), Zones: []*string{ptr("1"), ptr("2")},
-		Properties: &armnetwork.PublicIPAddressPropertiesFormat{DNSSettings: &armnetwork.PublicIPAddressDNSSettings{DomainNameLabel: ptr("Svc1")}}})
+		Properties: &armnetwork.PublicIPAddressPropertiesFormat{DNSSettings: &armnetwork.PublicIPAddressDNSSettings{DomainNameLabel: ptr("svc1")}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package network
 
 import (
 	"net/netip"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -32,6 +33,10 @@ func mustRange(cidr string, lo, hi int) arm.IPRange {
 	}
 	return r
 }
+
+// dnsLabelPattern is the rule NRP states in its InvalidDomainNameLabel answers (lower case only:
+// a label with capitals is refused, not folded).
+var dnsLabelPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,61}[a-z0-9]$`)
 
 func isV6(doc map[string]any) bool {
 	return strings.EqualFold(arm.Str(doc, "properties", "publicIPAddressVersion"), "IPv6")
@@ -70,6 +75,12 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 	basic := strings.EqualFold(arm.Str(sku, "name"), "Basic")
 	if arm.Str(p, "publicIPAddressVersion") == "" {
 		p["publicIPAddressVersion"] = "IPv4"
+	}
+	if v := arm.Str(p, "publicIPAddressVersion"); !oneOf(v, []string{"IPv4", "IPv6"}) {
+		return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: invalid publicIPAddressVersion '%s'; allowed values are IPv4, IPv6.", v)
+	}
+	if m := arm.Str(p, "publicIPAllocationMethod"); m != "" && !oneOf(m, []string{"Static", "Dynamic"}) {
+		return arm.BadRequest("InvalidRequestFormat", "Cannot parse the request: invalid publicIPAllocationMethod '%s'; allowed values are Static, Dynamic.", m)
 	}
 	switch m := arm.Str(p, "publicIPAllocationMethod"); {
 	case m == "" && basic:
@@ -114,10 +125,14 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 	}
 	// DNS label: fqdn = label.location.cloudapp.azure.com, unique per location.
 	if dns := arm.Obj(p, false, "dnsSettings"); dns != nil {
-		label := strings.ToLower(arm.Str(dns, "domainNameLabel"))
+		label := arm.Str(dns, "domainNameLabel")
 		if label == "" {
 			delete(dns, "fqdn")
 		} else {
+			if !dnsLabelPattern.MatchString(label) {
+				return arm.BadRequest("InvalidDomainNameLabel",
+					"The domain name label %s is invalid. It must conform to the following regular expression: %s.", label, dnsLabelPattern)
+			}
 			loc := strings.ToLower(strings.ReplaceAll(arm.Str(d, "location"), " ", ""))
 			fqdn := label + "." + loc + ".cloudapp.azure.com"
 			for _, other := range tx.List(ns+"publicIPAddresses", "") {
