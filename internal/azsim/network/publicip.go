@@ -131,7 +131,7 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 		} else {
 			if !dnsLabelPattern.MatchString(label) {
 				return arm.BadRequest("InvalidDomainNameLabel",
-					"The domain name label %s is invalid. It must conform to the following regular expression: %s.", label, dnsLabelPattern)
+					"Domain name label %s of public IP %s is not valid: a label must match %s.", label, w.ID, dnsLabelPattern)
 			}
 			loc := strings.ToLower(strings.ReplaceAll(arm.Str(d, "location"), " ", ""))
 			fqdn := label + "." + loc + ".cloudapp.azure.com"
