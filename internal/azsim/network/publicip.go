@@ -1,6 +1,7 @@
 package network
 
 import (
+	"errors"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -169,7 +170,7 @@ func preparePublicIP(tx *arm.Tx, w *arm.Write) error {
 		}
 		ip, err := tx.ReserveIP(space, ranges, owner, "")
 		if err != nil {
-			if ae, ok := err.(*arm.Error); ok && ae.Code == "SubnetIsFull" {
+			if ae := (*arm.Error)(nil); errors.As(err, &ae) && ae.Code == "SubnetIsFull" {
 				ae.Code, ae.Message = "PublicIPCountLimitReached", "Cannot create more public IP addresses: the address pool is exhausted."
 			}
 			return err

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
 
@@ -232,7 +233,7 @@ func AllocatePrivateIPVersion(tx *arm.Tx, subnetID, owner, want, version string)
 	}
 	ip, err := tx.ReserveIP(subnetSpace(subnetID), ranges, owner, want)
 	if err != nil {
-		if ae, ok := err.(*arm.Error); ok && ae.Code == "PrivateIPAddressNotInSubnet" {
+		if ae := (*arm.Error)(nil); errors.As(err, &ae) && ae.Code == "PrivateIPAddressNotInSubnet" {
 			ae.Message = "IP address " + want + " of " + owner + " does not belong to subnet " + subnetID + "."
 		}
 		return "", err
@@ -248,11 +249,3 @@ func PrivateIPOf(tx *arm.Tx, subnetID, owner string) (string, bool) {
 
 // ReleasePrivateIP frees the address an owner holds in a subnet.
 func ReleasePrivateIP(tx *arm.Tx, subnetID, owner string) { tx.ReleaseIP(subnetSpace(subnetID), owner) }
-
-// releaseStaleSubnetIPs frees addresses owned under resourceID by ip
-// configurations that are not in keep (after a full replacement PUT).
-func releaseStale(tx *arm.Tx, resourceID string, keep []string) {
-	tx.ReleaseIPsExcept(resourceID, keep)
-}
-
-func lower(s string) string { return strings.ToLower(s) }
