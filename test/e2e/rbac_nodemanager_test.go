@@ -32,7 +32,7 @@ func TestNodeManagerWritesOnlyItsOwnNode(t *testing.T) {
 	a, b := e.Machines[0], e.Machines[1]
 	nodesCreate(t, e, a, "", nil)
 	nodesCreate(t, e, b, "", nil)
-	rbacKubectl(t, e, rbacRender(t, "node-manager-rbac.yaml"), "apply", "-f", "-")
+	rbacApply(t, e, rbacRender(t, "node-manager-rbac.yaml"))
 
 	// The node manager's pod on node A, and the token the kubelet would project into it.
 	pod, err := e.Kube.CoreV1().Pods(rbacNamespace).Create(ctx, &corev1.Pod{

@@ -42,7 +42,7 @@ func TestRBACServiceGateway(t *testing.T) {
 	if strings.Contains(string(rbacRender(t, "ccm-rbac.yaml")), "resources: [pods]") {
 		t.Fatal("the chart grants pods list/watch without service gateway mode")
 	}
-	rbacKubectl(t, e, rbac, "apply", "-f", "-")
+	rbacApply(t, e, rbac)
 	saKubeconfig, _ := rbacCCMClient(t, e)
 
 	for i, m := range e.Machines {

@@ -117,13 +117,11 @@ func rbacChartArgs(t *testing.T) []string {
 	return nil
 }
 
-// rbacKubectl runs kubectl as the cluster admin.
-func rbacKubectl(t *testing.T, e *framework.Env, stdin []byte, args ...string) {
+// rbacApply applies rendered manifests as the cluster admin.
+func rbacApply(t *testing.T, e *framework.Env, manifests []byte) {
 	t.Helper()
-	cmd := exec.Command(e.Tools.Kubectl, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	if err := e.Apply(context.Background(), manifests); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -189,7 +187,7 @@ func TestRBAC(t *testing.T) {
 		t.Fatalf("default topology has %d machines, want 3", len(e.Machines))
 	}
 	ctx := context.Background()
-	rbacKubectl(t, e, rbacRender(t, "ccm-rbac.yaml", "node-manager-rbac.yaml", "metrics-reader-rbac.yaml"), "apply", "-f", "-")
+	rbacApply(t, e, rbacRender(t, "ccm-rbac.yaml", "node-manager-rbac.yaml", "metrics-reader-rbac.yaml"))
 
 	saKubeconfig, saKube := rbacCCMClient(t, e)
 	// The identity really is restricted: anything outside the role is denied.
@@ -476,7 +474,7 @@ func TestRBACDiskProvisioner(t *testing.T) {
 	if len(chartArgs) == 0 {
 		t.Fatal("no provisioner Deployment in the rendering")
 	}
-	rbacKubectl(t, e, rbac, "apply", "-f", "-")
+	rbacApply(t, e, rbac)
 	const sa = "azure-disk-provisioner"
 	kubeconfig := rbacKubeconfig(t, e, sa, rbacToken(t, e, sa))
 
