@@ -19,9 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/bench/report"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // Local services with pod churn; BENCH_LOCAL_* shrink or lengthen it.
@@ -221,7 +221,7 @@ func (lc *localChurnRun) view(ctx context.Context) (*localView, error) {
 	}
 	byPool := map[string]string{}
 	for i := range localServices {
-		byPool[naming.LocalServicePoolName(localNS, localName(i), naming.IPv4)] = localName(i)
+		byPool[azurenames.LocalServicePoolName(localNS, localName(i), azurenames.IPv4)] = localName(i)
 	}
 	for _, lb := range lbs {
 		props, _ := lb["properties"].(map[string]any)

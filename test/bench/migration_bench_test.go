@@ -27,8 +27,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/migration"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestMigrationBench migrates 50 services (40 public on two Basic load balancers, 10 internal)
@@ -87,7 +87,7 @@ func TestMigrationBench(t *testing.T) {
 			t.Fatal(err)
 		}
 		info := &svcInfo{svc: created, lb: "kubernetes"}
-		fe := naming.ServiceLBName(created.UID)
+		fe := azurenames.ServiceLBName(created.UID)
 		front := &armnetwork.FrontendIPConfiguration{Name: azto.Ptr(fe), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{}}
 		switch {
 		case in:
@@ -99,10 +99,10 @@ func TestMigrationBench(t *testing.T) {
 			if i%2 == 1 {
 				info.lb = "as0"
 			}
-			name := naming.PublicIPName("kubernetes", fe, "", false, naming.IPv4)
+			name := azurenames.PublicIPName("kubernetes", fe, "", false, azurenames.IPv4)
 			p, err := net.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, rg, name, armnetwork.PublicIPAddress{
 				Location: azto.Ptr(e.Azure.Location), SKU: &armnetwork.PublicIPAddressSKU{Name: azto.Ptr(armnetwork.PublicIPAddressSKUNameBasic)},
-				Tags:       map[string]*string{naming.TagService: azto.Ptr("default/" + svc.Name), naming.TagClusterName: azto.Ptr("kubernetes")},
+				Tags:       map[string]*string{azurenames.TagService: azto.Ptr("default/" + svc.Name), azurenames.TagClusterName: azto.Ptr("kubernetes")},
 				Properties: &armnetwork.PublicIPAddressPropertiesFormat{PublicIPAllocationMethod: azto.Ptr(armnetwork.IPAllocationMethodStatic)},
 			}, nil)
 			if err != nil {

@@ -29,8 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestServiceGatewayBench: SG_BENCH_SERVICES LoadBalancer Services (default 100) with
@@ -49,7 +49,7 @@ func TestServiceGatewayBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	vnetID := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", e.Azure.SubscriptionID, e.Azure.VnetResourceGroup, e.Azure.VnetName)
-	p, err := net.NewServiceGatewaysClient().BeginCreateOrUpdate(ctx, e.Azure.ResourceGroup, updater.GatewayName, armnetwork.ServiceGateway{
+	p, err := net.NewServiceGatewaysClient().BeginCreateOrUpdate(ctx, e.Azure.ResourceGroup, azurenames.ServiceGatewayName, armnetwork.ServiceGateway{
 		Location: sdkto.Ptr(e.Azure.Location), Properties: &armnetwork.ServiceGatewayPropertiesFormat{VirtualNetwork: &armnetwork.VirtualNetwork{ID: sdkto.Ptr(vnetID)}}}, nil)
 	if err == nil {
 		_, err = p.PollUntilDone(ctx, nil)
@@ -229,7 +229,7 @@ func (b *sgBench) state(ctx context.Context) (want, got map[string]string, err e
 		}
 	}
 	got = map[string]string{}
-	pager := b.net.NewServiceGatewaysClient().NewGetAddressLocationsPager(b.rg, updater.GatewayName, nil)
+	pager := b.net.NewServiceGatewaysClient().NewGetAddressLocationsPager(b.rg, azurenames.ServiceGatewayName, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

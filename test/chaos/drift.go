@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // driftProbeInterval is the interval a changed probe gets (the CCM's is 5 s).
@@ -54,17 +54,13 @@ func (r *run) driftRequest(ctx context.Context, s corev1.Service, kind drift.Kin
 	a := r.e.Azure
 	base := "/subscriptions/" + a.SubscriptionID + "/resourceGroups/" + a.ResourceGroup + "/providers/Microsoft.Network/"
 	internal := s.Annotations[annInternal] == "true"
-	lbName := clusterName
-	if internal {
-		lbName += naming.InternalLBSuffix
-	}
-	lbID := base + "loadBalancers/" + lbName
-	svcLB := naming.ServiceLBName(s.UID)
+	lbID := base + "loadBalancers/" + azurenames.LoadBalancerName(clusterName, internal)
+	svcLB := azurenames.ServiceLBName(s.UID)
 	ports := s.Spec.Ports
 	switch kind {
 	case drift.DeleteRule:
 		p := ports[r.rng.IntN(len(ports))]
-		return drift.Request{Kind: kind, Resource: lbID, Name: naming.RuleName(svcLB, "", p.Protocol, p.Port, false, naming.IPv4)}, true, nil
+		return drift.Request{Kind: kind, Resource: lbID, Name: azurenames.RuleName(svcLB, "", p.Protocol, p.Port, false, azurenames.IPv4)}, true, nil
 	case drift.ChangeProbe:
 		var tcp []corev1.ServicePort
 		for _, p := range ports {
@@ -76,7 +72,7 @@ func (r *run) driftRequest(ctx context.Context, s corev1.Service, kind drift.Kin
 			return drift.Request{}, false, nil
 		}
 		p := tcp[r.rng.IntN(len(tcp))]
-		return drift.Request{Kind: kind, Resource: lbID, Name: naming.RuleName(svcLB, "", p.Protocol, p.Port, false, naming.IPv4),
+		return drift.Request{Kind: kind, Resource: lbID, Name: azurenames.RuleName(svcLB, "", p.Protocol, p.Port, false, azurenames.IPv4),
 			IntervalInSeconds: driftProbeInterval}, true, nil
 	case drift.RemoveNSGRule:
 		nsg, err := r.e.Azsim.Get(ctx, base+"networkSecurityGroups/"+a.SecurityGroupName)
@@ -100,7 +96,7 @@ func (r *run) driftRequest(ctx context.Context, s corev1.Service, kind drift.Kin
 		if err != nil {
 			return drift.Request{}, false, err
 		}
-		pool := naming.BackendPoolName(clusterName, naming.IPv4)
+		pool := azurenames.BackendPoolName(clusterName, azurenames.IPv4)
 		var members []string
 		for _, p := range arr(lb, "properties", "backendAddressPools") {
 			if !strings.EqualFold(str(p, "name"), pool) {
@@ -121,7 +117,7 @@ func (r *run) driftRequest(ctx context.Context, s corev1.Service, kind drift.Kin
 		if internal {
 			return drift.Request{}, false, nil
 		}
-		return drift.Request{Kind: kind, Resource: lbID, Name: naming.FrontendName(svcLB, "", false, naming.IPv4)}, true, nil
+		return drift.Request{Kind: kind, Resource: lbID, Name: azurenames.FrontendName(svcLB, "", false, azurenames.IPv4)}, true, nil
 	}
 	return drift.Request{}, false, fmt.Errorf("unknown drift kind %s", kind)
 }

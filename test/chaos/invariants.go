@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 const networkAPI = "2024-05-01"
@@ -162,7 +162,7 @@ func checkInvariants(ctx context.Context, e *framework.Env, u userState) error {
 	for _, lb := range []struct {
 		name string
 		svcs []corev1.Service
-	}{{clusterName, public}, {clusterName + naming.InternalLBSuffix, internal}} {
+	}{{azurenames.LoadBalancerName(clusterName, false), public}, {azurenames.LoadBalancerName(clusterName, true), internal}} {
 		doc, err := getOptional(ctx, e.Azsim, base+"loadBalancers/"+lb.name)
 		if err != nil {
 			return err
@@ -192,14 +192,14 @@ func checkLB(name string, doc map[string]any, svcs []corev1.Service, eligible []
 	}
 	wantFE, wantRules := map[string]bool{}, map[string]int{} // rule -> idle timeout
 	for _, s := range svcs {
-		lbName := naming.ServiceLBName(s.UID)
-		wantFE[naming.FrontendName(lbName, "", false, naming.IPv4)] = true
+		lbName := azurenames.ServiceLBName(s.UID)
+		wantFE[azurenames.FrontendName(lbName, "", false, azurenames.IPv4)] = true
 		idle := 4
 		if v, ok := s.Annotations[annIdle]; ok {
 			idle, _ = strconv.Atoi(v)
 		}
 		for _, p := range s.Spec.Ports {
-			wantRules[naming.RuleName(lbName, "", p.Protocol, p.Port, false, naming.IPv4)] = idle
+			wantRules[azurenames.RuleName(lbName, "", p.Protocol, p.Port, false, azurenames.IPv4)] = idle
 		}
 	}
 	haveFE := names(arr(doc, "properties", "frontendIPConfigurations"))
@@ -214,11 +214,11 @@ func checkLB(name string, doc map[string]any, svcs []corev1.Service, eligible []
 			continue
 		}
 		for _, s := range svcs {
-			lbName := naming.ServiceLBName(s.UID)
-			if str(fe, "name") != naming.FrontendName(lbName, "", false, naming.IPv4) {
+			lbName := azurenames.ServiceLBName(s.UID)
+			if str(fe, "name") != azurenames.FrontendName(lbName, "", false, azurenames.IPv4) {
 				continue
 			}
-			want := naming.PublicIPName(clusterName, lbName, "", false, naming.IPv4)
+			want := azurenames.PublicIPName(clusterName, lbName, "", false, azurenames.IPv4)
 			if s.Annotations[annPIPName] == userPIPName {
 				want = userPIPName
 			}
@@ -257,7 +257,7 @@ func checkLB(name string, doc map[string]any, svcs []corev1.Service, eligible []
 		return
 	}
 	for _, p := range arr(doc, "properties", "backendAddressPools") {
-		if !strings.EqualFold(str(p, "name"), naming.BackendPoolName(clusterName, naming.IPv4)) {
+		if !strings.EqualFold(str(p, "name"), azurenames.BackendPoolName(clusterName, azurenames.IPv4)) {
 			continue
 		}
 		var have []string
@@ -290,8 +290,8 @@ func checkPrivateLinks(ctx context.Context, e *framework.Env, u userState, inter
 	want := map[string]string{} // PLS name -> frontend name
 	for _, s := range internal {
 		if s.Annotations[annPLS] == "true" {
-			fe := naming.FrontendName(naming.ServiceLBName(s.UID), "", false, naming.IPv4)
-			want[strings.ToLower("pls-"+fe)] = fe
+			fe := azurenames.FrontendName(azurenames.ServiceLBName(s.UID), "", false, azurenames.IPv4)
+			want[strings.ToLower(azurenames.PrivateLinkName(fe))] = fe
 		}
 	}
 	userSeen := false
@@ -344,7 +344,7 @@ func checkPublicIPs(ctx context.Context, e *framework.Env, u userState, public [
 			}
 			continue
 		}
-		n := naming.PublicIPName(clusterName, naming.ServiceLBName(s.UID), "", false, naming.IPv4)
+		n := azurenames.PublicIPName(clusterName, azurenames.ServiceLBName(s.UID), "", false, azurenames.IPv4)
 		want[strings.ToLower(n)] = true
 		p, ok := byName[strings.ToLower(n)]
 		switch {
@@ -356,8 +356,8 @@ func checkPublicIPs(ctx context.Context, e *framework.Env, u userState, public [
 	}
 	for _, p := range pips {
 		tags := tagsOf(p)
-		if c, ok := naming.ClusterTagValue(tags); ok && c == clusterName && !want[strings.ToLower(str(p, "name"))] {
-			fail("orphaned public IP %s (service tag %q)", str(p, "name"), deref(tags, "k8s-azure-service"))
+		if c, ok := azurenames.ClusterTagValue(tags); ok && c == clusterName && !want[strings.ToLower(str(p, "name"))] {
+			fail("orphaned public IP %s (service tag %q)", str(p, "name"), deref(tags, azurenames.TagService))
 		}
 	}
 	up, ok := byName[userPIPName]
@@ -367,7 +367,7 @@ func checkPublicIPs(ctx context.Context, e *framework.Env, u userState, public [
 	case str(up, "properties", "ipAddress") != u.pipAddress:
 		fail("the user's public IP changed address to %s", str(up, "properties", "ipAddress"))
 	default:
-		if _, tagged := naming.ClusterTagValue(tagsOf(up)); tagged {
+		if _, tagged := azurenames.ClusterTagValue(tagsOf(up)); tagged {
 			fail("the user's public IP was tagged as the cluster's")
 		}
 		if deref(tagsOf(up), "owner") != "user" {
@@ -405,7 +405,7 @@ func checkNSG(ctx context.Context, e *framework.Env, u userState, svcs []corev1.
 			}
 			continue
 		}
-		if !naming.IsManagedSecurityRule(name, int32(num(r, "properties", "priority"))) || str(r, "properties", "access") != "Allow" {
+		if !azurenames.IsManagedSecurityRule(name, int32(num(r, "properties", "priority"))) || str(r, "properties", "access") != "Allow" {
 			continue
 		}
 		for _, dst := range listOrOne(p, "destinationAddressPrefixes", "destinationAddressPrefix") {
@@ -455,7 +455,7 @@ func getOptional(ctx context.Context, c *client.Client, id string) (map[string]a
 
 func ownedByAny(name string, svcs []corev1.Service) bool {
 	for _, s := range svcs {
-		if naming.OwnedByService(naming.ServiceLBName(s.UID), name) {
+		if azurenames.OwnedByService(azurenames.ServiceLBName(s.UID), name) {
 			return true
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestCloudConfigSecretReload starts the CCM with its azure.json only in the Secret
@@ -55,7 +55,7 @@ func TestCloudConfigSecretReload(t *testing.T) {
 
 	svc := l.create(lbService("web", nil))
 	l.waitIP("web")
-	svcLB := naming.ServiceLBName(svc.UID)
+	svcLB := azurenames.ServiceLBName(svc.UID)
 	// lbSettings is what the two edited keys set: the LB's env tag and the service rules'
 	// disableOutboundSnat.
 	lbSettings := func(ctx context.Context) (tag string, snatOff []bool, err error) {
@@ -189,7 +189,7 @@ func TestCloudConfigSecretReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(view(&lb.LoadBalancer, naming.ServiceLBName(l.get("web2").UID)).Rules); n == 0 {
+	if n := len(view(&lb.LoadBalancer, azurenames.ServiceLBName(l.get("web2").UID)).Rules); n == 0 {
 		t.Error("web2 has no rule")
 	}
 	assertSameLeaderAndProcess("after the invalid edit")

@@ -22,7 +22,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // driftPeriod is the audit period of these tests (the default is 100 s).
@@ -223,7 +223,7 @@ func TestDriftAuditRepairsEachKindOfDrift(t *testing.T) {
 		}
 		return rs[0]
 	}
-	lbName := func(i int) string { return naming.ServiceLBName(svcs[i].UID) }
+	lbName := func(i int) string { return azurenames.ServiceLBName(svcs[i].UID) }
 	for _, c := range []struct {
 		name      string
 		svc       *corev1.Service
@@ -437,7 +437,7 @@ func TestDriftAuditNeverResurrects(t *testing.T) {
 			// The schedule itself is what the test varies: these sleeps place the edit and the
 			// deletion in the audit cycle, they do not wait for anything.
 			time.Sleep(start)
-			rule := naming.ServiceLBName(s.UID) + fmt.Sprintf("-TCP-%d", 8000+i)
+			rule := azurenames.ServiceLBName(s.UID) + fmt.Sprintf("-TCP-%d", 8000+i)
 			if _, err := l.Azsim.Drift(ctx, drift.Request{Kind: drift.DeleteRule, Resource: lbID, Name: rule}); err != nil {
 				errs <- fmt.Errorf("%s: %w", s.Name, err)
 				return
@@ -467,16 +467,16 @@ func TestDriftAuditNeverResurrects(t *testing.T) {
 	st := l.mustState()
 	var left []string
 	for _, s := range svcs {
-		svcLB := naming.ServiceLBName(s.UID)
-		key := naming.ServiceKey(s.Namespace, s.Name)
+		svcLB := azurenames.ServiceLBName(s.UID)
+		key := azurenames.ServiceKey(s.Namespace, s.Name)
 		for _, lb := range st.LBs {
 			if o := lbObjectsOf(lb, svcLB); len(o) > 0 {
 				left = append(left, fmt.Sprintf("%s: %v on %s", s.Name, o, *lb.Name))
 			}
 		}
 		for _, p := range st.PIPs {
-			v, _ := naming.ServiceTagValue(p.Tags)
-			if strings.Contains(*p.Name, svcLB) || slices.Contains(naming.ParseServiceTag(v), key) {
+			v, _ := azurenames.ServiceTagValue(p.Tags)
+			if strings.Contains(*p.Name, svcLB) || slices.Contains(azurenames.ParseServiceTag(v), key) {
 				left = append(left, s.Name+": public IP "+*p.Name)
 			}
 		}

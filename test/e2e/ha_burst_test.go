@@ -14,8 +14,8 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestLeaderElectionMidBurst: two replicas serve LoadBalancer services; the leader is killed
@@ -126,7 +126,7 @@ func TestLeaderElectionMidBurst(t *testing.T) {
 			if was, ok := before[s.Name]; ok && was != ips[0] {
 				t.Fatalf("%s changed address across the handover: %s -> %s", s.Name, was, ips[0])
 			}
-			svcLB := naming.ServiceLBName(s.UID)
+			svcLB := azurenames.ServiceLBName(s.UID)
 			v := view(lb, svcLB)
 			if len(v.Frontends) != 1 || len(v.Rules) != 1 || len(v.Probes) != 1 {
 				fes, rules, probes := v.names()

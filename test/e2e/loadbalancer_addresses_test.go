@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestLoadBalancerAddresses covers where a service's IP comes from: user public IPs by name and
@@ -85,8 +85,8 @@ func lbTestUserPIP(l *lbEnv) {
 		s := l.waitIP(c.svc.Name)
 		cases[i].svc = s
 		eqs(t, c.svc.Name+" ingress", ingressIPs(s), []string{pipAddress(c.pip)})
-		v := view(l.mustState().LBs[lbCluster], naming.ServiceLBName(s.UID))
-		fe := v.Frontends[naming.ServiceLBName(s.UID)]
+		v := view(l.mustState().LBs[lbCluster], azurenames.ServiceLBName(s.UID))
+		fe := v.Frontends[azurenames.ServiceLBName(s.UID)]
 		if fe == nil {
 			t.Fatalf("%s: no frontend", c.svc.Name)
 		}
@@ -138,7 +138,7 @@ func lbTestManagedPIPOptions(l *lbEnv) {
 		{svc: lbService("dns", map[string]string{annotations.DNSLabelName: "my-app-e2e"}), rg: l.rg,
 			check: func(t *testing.T, p *armnetwork.PublicIPAddress) {
 				eq(t, "DNS label", deref(deref(p.Properties.DNSSettings).DomainNameLabel), "my-app-e2e")
-				owner, _ := naming.DNSLabelServiceTagValue(p.Tags)
+				owner, _ := azurenames.DNSLabelServiceTagValue(p.Tags)
 				eq(t, "DNS label owner tag", owner, "default/dns")
 			}},
 		{svc: lbService("other-rg", map[string]string{annotations.ResourceGroup: "rg-pips",
@@ -154,12 +154,12 @@ func lbTestManagedPIPOptions(l *lbEnv) {
 	for i, c := range cases {
 		s := l.waitIP(c.svc.Name)
 		cases[i].svc = s
-		svcLB := naming.ServiceLBName(s.UID)
+		svcLB := azurenames.ServiceLBName(s.UID)
 		prefixArg := ""
 		if c.svc.Name == "prefix" {
 			prefixArg = prefixID
 		}
-		name := naming.PublicIPName(lbCluster, svcLB, prefixArg, false, naming.IPv4)
+		name := azurenames.PublicIPName(lbCluster, svcLB, prefixArg, false, azurenames.IPv4)
 		st := l.mustState()
 		p := st.PIPs[c.rg+"/"+name]
 		t.Run(c.svc.Name, func(t *testing.T) {
@@ -174,7 +174,7 @@ func lbTestManagedPIPOptions(l *lbEnv) {
 	// Removing the DNS label annotation's value removes the label the service set.
 	dns := cases[1].svc
 	l.update("dns", func(s *corev1.Service) { s.Annotations[annotations.DNSLabelName] = "" })
-	pipName := l.rg + "/" + naming.PublicIPName(lbCluster, naming.ServiceLBName(dns.UID), "", false, naming.IPv4)
+	pipName := l.rg + "/" + azurenames.PublicIPName(lbCluster, azurenames.ServiceLBName(dns.UID), "", false, azurenames.IPv4)
 	l.waitFor("DNS label removed", func(ctx context.Context) (bool, error) {
 		st, err := l.state(ctx)
 		if err != nil {
@@ -213,17 +213,17 @@ func lbTestSharedIP(l *lbEnv) {
 			onPIP = append(onPIP, *fe.Name)
 		}
 	}
-	eqs(t, "frontends on the shared PIP", onPIP, []string{naming.ServiceLBName(a.UID)})
-	ruleA := naming.RuleName(naming.ServiceLBName(a.UID), "", corev1.ProtocolTCP, 80, false, naming.IPv4)
-	ruleB := naming.RuleName(naming.ServiceLBName(b.UID), "", corev1.ProtocolTCP, 8080, false, naming.IPv4)
-	vb := view(lb, naming.ServiceLBName(b.UID))
+	eqs(t, "frontends on the shared PIP", onPIP, []string{azurenames.ServiceLBName(a.UID)})
+	ruleA := azurenames.RuleName(azurenames.ServiceLBName(a.UID), "", corev1.ProtocolTCP, 80, false, azurenames.IPv4)
+	ruleB := azurenames.RuleName(azurenames.ServiceLBName(b.UID), "", corev1.ProtocolTCP, 8080, false, azurenames.IPv4)
+	vb := view(lb, azurenames.ServiceLBName(b.UID))
 	if r := vb.Rules[ruleB]; r == nil {
 		t.Fatalf("no rule %s", ruleB)
 	} else {
-		eq(t, "B's rule frontend", lastSeg(*r.Properties.FrontendIPConfiguration.ID), naming.ServiceLBName(a.UID))
+		eq(t, "B's rule frontend", lastSeg(*r.Properties.FrontendIPConfiguration.ID), azurenames.ServiceLBName(a.UID))
 	}
-	nsgB := naming.AllowRuleName("Tcp", naming.IPv4, []string{"Internet"}, []int32{8080})
-	wantNSG := sortStrings(naming.AllowRuleName("Tcp", naming.IPv4, []string{"Internet"}, []int32{80}), nsgB)
+	nsgB := azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"Internet"}, []int32{8080})
+	wantNSG := sortStrings(azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"Internet"}, []int32{80}), nsgB)
 	eqs(t, "NSG rules to the shared IP", nsgRulesTo(st.NSG, ip), wantNSG)
 
 	// Delete A (whose name the frontend carries): B keeps frontend, rule, probe and NSG rule.
@@ -236,7 +236,7 @@ func lbTestSharedIP(l *lbEnv) {
 			return false, err
 		}
 		lb := st.LBs[lbCluster]
-		va, vb := view(lb, naming.ServiceLBName(a.UID)), view(lb, naming.ServiceLBName(b.UID))
+		va, vb := view(lb, azurenames.ServiceLBName(a.UID)), view(lb, azurenames.ServiceLBName(b.UID))
 		switch {
 		case va.Rules[ruleA] != nil || len(va.Probes) > 0:
 			return false, fmt.Errorf("A still has rules %v probes %v", sortedKeys(va.Rules), sortedKeys(va.Probes))
@@ -251,7 +251,7 @@ func lbTestSharedIP(l *lbEnv) {
 	l.deleteAndWaitGone(l.get(b.Name))
 	st = l.mustState()
 	if lb := st.LBs[lbCluster]; lb != nil {
-		if o := lbObjectsOf(lb, naming.ServiceLBName(a.UID)); len(o) > 0 {
+		if o := lbObjectsOf(lb, azurenames.ServiceLBName(a.UID)); len(o) > 0 {
 			t.Errorf("A's objects left after both services are gone: %v", o)
 		}
 	}
@@ -275,9 +275,9 @@ func lbTestInternal(l *lbEnv) {
 	}
 	dyn, static, ha = l.get(dyn.Name), l.get(static.Name), l.get(ha.Name)
 	st := l.mustState()
-	ilb := st.LBs[naming.LoadBalancerName(lbCluster, true)]
+	ilb := st.LBs[azurenames.LoadBalancerName(lbCluster, true)]
 	if ilb == nil {
-		t.Fatalf("no internal LB %s; have %v", naming.LoadBalancerName(lbCluster, true), sortedKeys(st.LBs))
+		t.Fatalf("no internal LB %s; have %v", azurenames.LoadBalancerName(lbCluster, true), sortedKeys(st.LBs))
 	}
 	if pub := st.LBs[lbCluster]; pub != nil {
 		t.Errorf("the public LB exists with only internal services: %v", lbObjectsOf(pub, "a"))
@@ -286,7 +286,7 @@ func lbTestInternal(l *lbEnv) {
 		return lastSeg(deref(deref(fe.Properties.Subnet).ID))
 	}
 	t.Run("dynamic", func(t *testing.T) {
-		svcLB := naming.ServiceLBName(dyn.UID)
+		svcLB := azurenames.ServiceLBName(dyn.UID)
 		v := view(ilb, svcLB)
 		fe := v.Frontends[svcLB]
 		if fe == nil {
@@ -303,9 +303,9 @@ func lbTestInternal(l *lbEnv) {
 		eqs(t, "pool", poolIPs(ilb, lbCluster), l.nodeIPs())
 	})
 	t.Run("static in another subnet", func(t *testing.T) {
-		svcLB := naming.ServiceLBName(static.UID)
+		svcLB := azurenames.ServiceLBName(static.UID)
 		v := view(ilb, svcLB)
-		feName := naming.FrontendName(svcLB, "ilb", false, naming.IPv4)
+		feName := azurenames.FrontendName(svcLB, "ilb", false, azurenames.IPv4)
 		fe := v.Frontends[feName]
 		if fe == nil {
 			t.Fatalf("no frontend %s: %v", feName, sortedKeys(v.Frontends))
@@ -315,12 +315,12 @@ func lbTestInternal(l *lbEnv) {
 		eq(t, "allocation", deref(fe.Properties.PrivateIPAllocationMethod), armnetwork.IPAllocationMethodStatic)
 		eqs(t, "ingress", ingressIPs(static), []string{"10.240.16.10"})
 		_, rules, _ := v.names()
-		eqs(t, "rules", rules, []string{naming.RuleName(svcLB, "ilb", corev1.ProtocolTCP, 80, false, naming.IPv4)})
+		eqs(t, "rules", rules, []string{azurenames.RuleName(svcLB, "ilb", corev1.ProtocolTCP, 80, false, azurenames.IPv4)})
 	})
 	t.Run("HA ports", func(t *testing.T) {
-		svcLB := naming.ServiceLBName(ha.UID)
+		svcLB := azurenames.ServiceLBName(ha.UID)
 		v := view(ilb, svcLB)
-		name := naming.RuleName(svcLB, "", corev1.ProtocolTCP, 80, false, naming.IPv4)
+		name := azurenames.HAPortsRuleName(svcLB, "", ha.Spec.Ports, false, azurenames.IPv4)
 		_, rules, _ := v.names()
 		eqs(t, "rules", rules, []string{name})
 		if r := v.Rules[name]; r != nil {
@@ -337,7 +337,7 @@ func lbTestInternal(l *lbEnv) {
 		if err != nil {
 			return false, err
 		}
-		ilb := naming.LoadBalancerName(lbCluster, true)
+		ilb := azurenames.LoadBalancerName(lbCluster, true)
 		return st.LBs[ilb] == nil, fmt.Errorf("%s still exists", ilb)
 	}, lbWait)
 }

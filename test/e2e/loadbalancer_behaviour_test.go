@@ -18,7 +18,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 const excludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -137,12 +137,12 @@ func lbTestForeignClass(l *lbEnv) {
 	eqs(t, "foreign service ingress", ingressIPs(f), nil)
 	st := l.mustState()
 	for _, lb := range st.LBs {
-		if o := lbObjectsOf(lb, naming.ServiceLBName(f.UID)); len(o) > 0 {
+		if o := lbObjectsOf(lb, azurenames.ServiceLBName(f.UID)); len(o) > 0 {
 			t.Errorf("LB %s has objects of the foreign service: %v", *lb.Name, o)
 		}
 	}
 	for k := range st.PIPs {
-		if strings.Contains(k, naming.ServiceLBName(f.UID)) {
+		if strings.Contains(k, azurenames.ServiceLBName(f.UID)) {
 			t.Errorf("public IP %s for the foreign service", k)
 		}
 	}
@@ -181,7 +181,7 @@ func lbTestInvalid(l *lbEnv) {
 	// Fixing the annotation lets it through.
 	l.update(s.Name, func(s *corev1.Service) { s.Annotations[annotations.TCPIdleTimeout] = "15" })
 	s = l.waitIP(s.Name)
-	v := view(l.mustState().LBs[lbCluster], naming.ServiceLBName(s.UID))
+	v := view(l.mustState().LBs[lbCluster], azurenames.ServiceLBName(s.UID))
 	eq(t, "idle timeout once fixed", deref(ruleOf(t, v, s, corev1.ProtocolTCP, 80).IdleTimeoutInMinutes), int32(15))
 	l.deleteAndWaitGone(s)
 }
@@ -233,7 +233,7 @@ func lbTestBurst(l *lbEnv) {
 	st := l.mustState()
 	var all []string
 	for _, s := range svcs {
-		all = append(all, lbObjectsOf(st.LBs[lbCluster], naming.ServiceLBName(s.UID))...)
+		all = append(all, lbObjectsOf(st.LBs[lbCluster], azurenames.ServiceLBName(s.UID))...)
 	}
 	eq(t, "frontends+rules+probes", len(all), 3*n)
 	for _, s := range svcs {
@@ -262,7 +262,7 @@ func lbTestBurst(l *lbEnv) {
 func managedRules(nsg *armnetwork.SecurityGroup) []string {
 	var out []string
 	for _, r := range nsg.Properties.SecurityRules {
-		if naming.IsManagedSecurityRule(*r.Name, deref(r.Properties.Priority)) {
+		if azurenames.IsManagedSecurityRule(*r.Name, deref(r.Properties.Priority)) {
 			out = append(out, *r.Name)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestLoadBalancerDualStackNICPools: a dual-stack service with NIC-based (nodeIPConfiguration)
@@ -22,7 +22,7 @@ func TestLoadBalancerDualStackNICPools(t *testing.T) {
 	topo.ResourceGroups = append(topo.ResourceGroups, "rg-pips") // l.state lists PIPs there too
 	l := lbStart(t, lbOptions{Topology: topo, DualStack: true, CloudConfig: map[string]any{"enableLoadBalancerAdminState": true}})
 
-	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}}
+	c := dsCase{families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}}
 	l.create(c.service("ds-nic", 80))
 	s := l.waitIP("ds-nic")
 	dsIngressByFamily(t, s, c)
@@ -50,8 +50,8 @@ func TestLoadBalancerDualStackNICPools(t *testing.T) {
 
 // dsNICConfigName is the name of a machine's ip configuration of a family in the dual-stack
 // topology (see internal/azsim/topology ipConfigs).
-func dsNICConfigName(f naming.Family) string {
-	if f == naming.IPv6 {
+func dsNICConfigName(f azurenames.Family) string {
+	if f == azurenames.IPv6 {
 		return "ipconfig-v6"
 	}
 	return "ipconfig1"
@@ -62,8 +62,8 @@ func dsNICConfigName(f naming.Family) string {
 // in down with admin state Down and every other one not Down.
 func (l *lbEnv) dsNICStateIs(down ...string) framework.Condition {
 	return func(ctx context.Context) (bool, error) {
-		for _, f := range []naming.Family{naming.IPv4, naming.IPv6} {
-			pool := naming.BackendPoolName(lbCluster, f)
+		for _, f := range []azurenames.Family{azurenames.IPv4, azurenames.IPv6} {
+			pool := azurenames.BackendPoolName(lbCluster, f)
 			p, err := l.net.NewLoadBalancerBackendAddressPoolsClient().Get(ctx, l.rg, lbCluster, pool, nil)
 			if err != nil {
 				return false, err

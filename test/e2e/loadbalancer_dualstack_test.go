@@ -16,8 +16,8 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestLoadBalancerDualStack runs IPv6 single-stack and dual-stack services, public and internal,
@@ -29,16 +29,16 @@ import (
 func TestLoadBalancerDualStack(t *testing.T) {
 	l := dsStart(t)
 	for _, c := range []dsCase{
-		{name: "public IPv6 single-stack", families: []naming.Family{naming.IPv6}},
-		{name: "public dual-stack", families: []naming.Family{naming.IPv4, naming.IPv6}},
+		{name: "public IPv6 single-stack", families: []azurenames.Family{azurenames.IPv6}},
+		{name: "public dual-stack", families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}},
 		// IPv6 primary: the IPv6 member still carries the -IPv6 suffix, the IPv4 one none.
-		{name: "public dual-stack IPv6 first", families: []naming.Family{naming.IPv6, naming.IPv4}},
+		{name: "public dual-stack IPv6 first", families: []azurenames.Family{azurenames.IPv6, azurenames.IPv4}},
 		// PreferDualStack on a dual-stack cluster gets both families.
-		{name: "public prefer dual-stack", families: []naming.Family{naming.IPv4, naming.IPv6}, prefer: true},
+		{name: "public prefer dual-stack", families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}, prefer: true},
 		// The cluster's default family alone: nothing IPv6 appears.
-		{name: "public IPv4 single-stack", families: []naming.Family{naming.IPv4}},
-		{name: "internal IPv6 single-stack", families: []naming.Family{naming.IPv6}, internal: true},
-		{name: "internal dual-stack", families: []naming.Family{naming.IPv4, naming.IPv6}, internal: true},
+		{name: "public IPv4 single-stack", families: []azurenames.Family{azurenames.IPv4}},
+		{name: "internal IPv6 single-stack", families: []azurenames.Family{azurenames.IPv6}, internal: true},
+		{name: "internal dual-stack", families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}, internal: true},
 	} {
 		t.Run(c.name, func(t *testing.T) { dsTestLifecycle(l.with(t), c) })
 	}
@@ -73,7 +73,7 @@ func dsStart(t *testing.T) *lbEnv {
 	}}))
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	for _, m := range e.Machines {
-		if len(dsFamilyIPs([]framework.Machine{m}, naming.IPv6)) != 1 {
+		if len(dsFamilyIPs([]framework.Machine{m}, azurenames.IPv6)) != 1 {
 			t.Fatalf("machine %s has no IPv6 address: %v", m.NodeName, m.InternalIPs)
 		}
 	}
@@ -108,7 +108,7 @@ func dsStart(t *testing.T) *lbEnv {
 // and whether it is internal.
 type dsCase struct {
 	name     string
-	families []naming.Family
+	families []azurenames.Family
 	internal bool
 	// prefer asks for PreferDualStack (the API server fills in both families).
 	prefer bool
@@ -116,7 +116,7 @@ type dsCase struct {
 
 func (c dsCase) dual() bool { return len(c.families) == 2 }
 
-func (c dsCase) lbName() string { return naming.LoadBalancerName(lbCluster, c.internal) }
+func (c dsCase) lbName() string { return azurenames.LoadBalancerName(lbCluster, c.internal) }
 
 func (c dsCase) service(name string, port int32) *corev1.Service {
 	var ann map[string]string
@@ -141,11 +141,11 @@ func (c dsCase) service(name string, port int32) *corev1.Service {
 }
 
 // dsFamilyIPs are the machines' addresses of one family, sorted.
-func dsFamilyIPs(ms []framework.Machine, f naming.Family) []string {
+func dsFamilyIPs(ms []framework.Machine, f azurenames.Family) []string {
 	var out []string
 	for _, m := range ms {
 		for _, ip := range m.InternalIPs {
-			if isIPv4(ip) == (f == naming.IPv4) {
+			if isIPv4(ip) == (f == azurenames.IPv4) {
 				out = append(out, ip)
 			}
 		}
@@ -156,13 +156,13 @@ func dsFamilyIPs(ms []framework.Machine, f naming.Family) []string {
 
 // dsIngressByFamily maps each family to the service's ingress address of that family; it fails
 // when a family has none or two.
-func dsIngressByFamily(t *testing.T, s *corev1.Service, c dsCase) map[naming.Family]string {
+func dsIngressByFamily(t *testing.T, s *corev1.Service, c dsCase) map[azurenames.Family]string {
 	t.Helper()
-	out := map[naming.Family]string{}
+	out := map[azurenames.Family]string{}
 	for _, ip := range ingressIPs(s) {
-		f := naming.IPv6
+		f := azurenames.IPv6
 		if isIPv4(ip) {
-			f = naming.IPv4
+			f = azurenames.IPv4
 		}
 		if out[f] != "" {
 			t.Fatalf("ingress %v has two %s addresses", ingressIPs(s), f)
@@ -185,16 +185,16 @@ type dsNames struct {
 	frontend, rule, pip, pool, nsgRule string
 }
 
-func dsNamesOf(s *corev1.Service, c dsCase, f naming.Family, port int32) dsNames {
-	svcLB := naming.ServiceLBName(s.UID)
+func dsNamesOf(s *corev1.Service, c dsCase, f azurenames.Family, port int32) dsNames {
+	svcLB := azurenames.ServiceLBName(s.UID)
 	n := dsNames{
-		frontend: naming.FrontendName(svcLB, "", c.dual(), f),
-		rule:     naming.RuleName(svcLB, "", corev1.ProtocolTCP, port, c.dual(), f),
-		pool:     naming.BackendPoolName(lbCluster, f),
+		frontend: azurenames.FrontendName(svcLB, "", c.dual(), f),
+		rule:     azurenames.RuleName(svcLB, "", corev1.ProtocolTCP, port, c.dual(), f),
+		pool:     azurenames.BackendPoolName(lbCluster, f),
 	}
 	if !c.internal {
-		n.pip = naming.PublicIPName(lbCluster, svcLB, "", c.dual(), f)
-		n.nsgRule = naming.AllowRuleName("Tcp", f, []string{annotations.ServiceTagInternet}, []int32{port})
+		n.pip = azurenames.PublicIPName(lbCluster, svcLB, "", c.dual(), f)
+		n.nsgRule = azurenames.AllowRuleName("Tcp", f, []string{annotations.ServiceTagInternet}, []int32{port})
 	}
 	return n
 }
@@ -213,17 +213,17 @@ func (l *lbEnv) dsCheck(s *corev1.Service, c dsCase, port int32) *azState {
 	if lb == nil {
 		t.Fatalf("no load balancer %s; have %v", c.lbName(), sortedKeys(st.LBs))
 	}
-	if other := st.LBs[naming.LoadBalancerName(lbCluster, !c.internal)]; other != nil {
-		if o := lbObjectsOf(other, naming.ServiceLBName(s.UID)); len(o) > 0 {
+	if other := st.LBs[azurenames.LoadBalancerName(lbCluster, !c.internal)]; other != nil {
+		if o := lbObjectsOf(other, azurenames.ServiceLBName(s.UID)); len(o) > 0 {
 			t.Errorf("the other load balancer has %v of the service", o)
 		}
 	}
-	v := view(lb, naming.ServiceLBName(s.UID))
+	v := view(lb, azurenames.ServiceLBName(s.UID))
 	fes, rules, probes := v.names()
 	t.Logf("%s: ipFamilies %v clusterIPs %v ingress %v; on %s frontends %v rules %v; pools %s=%v %s=%v",
 		s.Name, s.Spec.IPFamilies, s.Spec.ClusterIPs, ingressIPs(s), c.lbName(), fes, rules,
-		naming.BackendPoolName(lbCluster, naming.IPv4), poolIPs(lb, naming.BackendPoolName(lbCluster, naming.IPv4)),
-		naming.BackendPoolName(lbCluster, naming.IPv6), poolIPs(lb, naming.BackendPoolName(lbCluster, naming.IPv6)))
+		azurenames.BackendPoolName(lbCluster, azurenames.IPv4), poolIPs(lb, azurenames.BackendPoolName(lbCluster, azurenames.IPv4)),
+		azurenames.BackendPoolName(lbCluster, azurenames.IPv6), poolIPs(lb, azurenames.BackendPoolName(lbCluster, azurenames.IPv6)))
 	var wantFEs, wantRules []string
 	for _, f := range c.families {
 		n := dsNamesOf(s, c, f, port)
@@ -239,7 +239,7 @@ func (l *lbEnv) dsCheck(s *corev1.Service, c dsCase, port int32) *azState {
 			eq(t, string(f)+" frontend address version", string(deref(fe.Properties.PrivateIPAddressVersion)), string(f))
 			eq(t, string(f)+" frontend subnet", lastSeg(deref(deref(fe.Properties.Subnet).ID)), l.Azure.SubnetName)
 			subnet := netip.MustParsePrefix(framework.DefaultTopology().VirtualNetworks[0].Subnets[0].AddressPrefix)
-			if f == naming.IPv6 {
+			if f == azurenames.IPv6 {
 				subnet = netip.MustParsePrefix(framework.DualStackSubnetPrefixV6)
 			}
 			if a, err := netip.ParseAddr(ip); err != nil || !subnet.Contains(a) {
@@ -253,8 +253,8 @@ func (l *lbEnv) dsCheck(s *corev1.Service, c dsCase, port int32) *azState {
 				eq(t, string(f)+" PIP address", pipAddress(pip), ip)
 				eq(t, string(f)+" PIP version", string(deref(pip.Properties.PublicIPAddressVersion)), string(f))
 				eq(t, string(f)+" frontend PIP", strings.ToLower(deref(deref(fe.Properties.PublicIPAddress).ID)), strings.ToLower(deref(pip.ID)))
-				svcTag, _ := naming.ServiceTagValue(pip.Tags)
-				eq(t, string(f)+" PIP service tag", svcTag, naming.ServiceKey(s.Namespace, s.Name))
+				svcTag, _ := azurenames.ServiceTagValue(pip.Tags)
+				eq(t, string(f)+" PIP service tag", svcTag, azurenames.ServiceKey(s.Namespace, s.Name))
 			}
 			eqs(t, string(f)+" NSG rules to "+ip, nsgRulesTo(st.NSG, ip), []string{n.nsgRule})
 			if r := nsgRule(st.NSG, n.nsgRule); r != nil {
@@ -285,7 +285,7 @@ func (l *lbEnv) dsCheck(s *corev1.Service, c dsCase, port int32) *azState {
 	eqs(t, "probes", probes, wantRules)
 	var pips []string
 	for k := range st.PIPs {
-		if strings.Contains(k, naming.ServiceLBName(s.UID)) {
+		if strings.Contains(k, azurenames.ServiceLBName(s.UID)) {
 			pips = append(pips, k)
 		}
 	}
@@ -325,7 +325,7 @@ func dsTestLifecycle(l *lbEnv, c dsCase) {
 		if err != nil {
 			return false, err
 		}
-		v := view(st.LBs[c.lbName()], naming.ServiceLBName(s.UID))
+		v := view(st.LBs[c.lbName()], azurenames.ServiceLBName(s.UID))
 		for _, f := range c.families {
 			n, old := dsNamesOf(s, c, f, 8080), dsNamesOf(s, c, f, 80)
 			if v.Rules[n.rule] == nil || v.Rules[old.rule] != nil || v.Probes[old.rule] != nil {
@@ -340,7 +340,7 @@ func dsTestLifecycle(l *lbEnv, c dsCase) {
 	s = l.get(name)
 	after := l.dsCheck(s, c, 8080)
 	statsAfter := l.stats()
-	svcLB := naming.ServiceLBName(s.UID)
+	svcLB := azurenames.ServiceLBName(s.UID)
 	v0, v1 := view(before.LBs[c.lbName()], svcLB), view(after.LBs[c.lbName()], svcLB)
 	for _, f := range c.families {
 		n := dsNamesOf(s, c, f, 80)
@@ -383,9 +383,9 @@ func (l *lbEnv) dsPoolStates(ctx context.Context, lb, pool string) (map[string]s
 // of their family, the addresses of the nodes in down Down and every other one not Down.
 func (l *lbEnv) dsAdminStateIs(down ...string) framework.Condition {
 	return func(ctx context.Context) (bool, error) {
-		for _, lb := range []string{naming.LoadBalancerName(lbCluster, false), naming.LoadBalancerName(lbCluster, true)} {
-			for _, f := range []naming.Family{naming.IPv4, naming.IPv6} {
-				pool := naming.BackendPoolName(lbCluster, f)
+		for _, lb := range []string{azurenames.LoadBalancerName(lbCluster, false), azurenames.LoadBalancerName(lbCluster, true)} {
+			for _, f := range []azurenames.Family{azurenames.IPv4, azurenames.IPv6} {
+				pool := azurenames.BackendPoolName(lbCluster, f)
 				got, err := l.dsPoolStates(ctx, lb, pool)
 				if err != nil {
 					return false, err
@@ -410,7 +410,7 @@ func (l *lbEnv) dsAdminStateIs(down ...string) framework.Condition {
 // per pool, while the others stay None; removing it restores None.
 func dsTestAdminState(l *lbEnv) {
 	t := l.t
-	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}}
+	c := dsCase{families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}}
 	ci := dsCase{families: c.families, internal: true}
 	l.create(c.service("ds-admin", 80))
 	l.create(ci.service("ds-admin-internal", 80))
@@ -433,8 +433,8 @@ func dsTestAdminState(l *lbEnv) {
 		if err != nil {
 			return false, err
 		}
-		r := naming.RuleName(naming.ServiceLBName(pub.UID), "", corev1.ProtocolTCP, 443, true, naming.IPv6)
-		return view(st.LBs[lbCluster], naming.ServiceLBName(pub.UID)).Rules[r] != nil, fmt.Errorf("no rule %s yet", r)
+		r := azurenames.RuleName(azurenames.ServiceLBName(pub.UID), "", corev1.ProtocolTCP, 443, true, azurenames.IPv6)
+		return view(st.LBs[lbCluster], azurenames.ServiceLBName(pub.UID)).Rules[r] != nil, fmt.Errorf("no rule %s yet", r)
 	}, lbWait)
 	if ok, err := l.dsAdminStateIs(n0)(lbCtx(t)); !ok {
 		t.Errorf("after a service update while draining: %v", err)
@@ -450,16 +450,16 @@ func dsTestAdminState(l *lbEnv) {
 // frontends with those addresses.
 func dsTestStaticInternal(l *lbEnv) {
 	t := l.t
-	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}, internal: true}
-	want := map[naming.Family]string{naming.IPv4: "10.240.0.200", naming.IPv6: "fd00:db8:deca::200"}
+	c := dsCase{families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}, internal: true}
+	want := map[azurenames.Family]string{azurenames.IPv4: "10.240.0.200", azurenames.IPv6: "fd00:db8:deca::200"}
 	svc := c.service("ds-static", 80)
-	svc.Annotations[annotations.IPv4], svc.Annotations[annotations.IPv6] = want[naming.IPv4], want[naming.IPv6]
+	svc.Annotations[annotations.IPv4], svc.Annotations[annotations.IPv6] = want[azurenames.IPv4], want[azurenames.IPv6]
 	l.create(svc)
 	s := l.waitIP(svc.Name)
 	st := l.dsCheck(s, c, 80)
-	eq(t, "ingress IPv4", dsIngressByFamily(t, s, c)[naming.IPv4], want[naming.IPv4])
-	eq(t, "ingress IPv6", dsIngressByFamily(t, s, c)[naming.IPv6], want[naming.IPv6])
-	v := view(st.LBs[c.lbName()], naming.ServiceLBName(s.UID))
+	eq(t, "ingress IPv4", dsIngressByFamily(t, s, c)[azurenames.IPv4], want[azurenames.IPv4])
+	eq(t, "ingress IPv6", dsIngressByFamily(t, s, c)[azurenames.IPv6], want[azurenames.IPv6])
+	v := view(st.LBs[c.lbName()], azurenames.ServiceLBName(s.UID))
 	for _, f := range c.families {
 		if fe := v.Frontends[dsNamesOf(s, c, f, 80).frontend]; fe != nil {
 			eq(t, string(f)+" allocation", deref(fe.Properties.PrivateIPAllocationMethod), armnetwork.IPAllocationMethodStatic)
@@ -474,16 +474,16 @@ func dsTestStaticInternal(l *lbEnv) {
 // rules cannot mix families), and nothing is opened to the Internet.
 func dsTestSourceRanges(l *lbEnv) {
 	t := l.t
-	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}}
+	c := dsCase{families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}}
 	svc := c.service("ds-ranges", 80)
-	ranges := map[naming.Family]string{naming.IPv4: "10.1.0.0/16", naming.IPv6: "2001:db8:1::/48"}
-	svc.Spec.LoadBalancerSourceRanges = []string{ranges[naming.IPv4], ranges[naming.IPv6]}
+	ranges := map[azurenames.Family]string{azurenames.IPv4: "10.1.0.0/16", azurenames.IPv6: "2001:db8:1::/48"}
+	svc.Spec.LoadBalancerSourceRanges = []string{ranges[azurenames.IPv4], ranges[azurenames.IPv6]}
 	l.create(svc)
 	s := l.waitIP(svc.Name)
 	ingress := dsIngressByFamily(t, s, c)
 	st := l.mustState()
 	for _, f := range c.families {
-		name := naming.AllowRuleName("Tcp", f, []string{ranges[f]}, []int32{80})
+		name := azurenames.AllowRuleName("Tcp", f, []string{ranges[f]}, []int32{80})
 		eqs(t, string(f)+" NSG rules to "+ingress[f], nsgRulesTo(st.NSG, ingress[f]), []string{name})
 		if r := nsgRule(st.NSG, name); r != nil {
 			eqs(t, string(f)+" NSG sources", ruleSources(r), []string{ranges[f]})
@@ -515,16 +515,16 @@ func dsTestUserPIPv6(l *lbEnv) {
 		t.Fatal(err)
 	}
 	user := res.PublicIPAddress
-	c := dsCase{families: []naming.Family{naming.IPv4, naming.IPv6}}
+	c := dsCase{families: []azurenames.Family{azurenames.IPv4, azurenames.IPv6}}
 	svc := c.service("ds-user-pip", 80)
 	svc.Annotations = map[string]string{annotations.PIPNameIPv6: "user-pip-v6"}
 	l.create(svc)
 	s := l.waitIP(svc.Name)
 	ingress := dsIngressByFamily(t, s, c)
-	eq(t, "IPv6 ingress", ingress[naming.IPv6], pipAddress(&user))
+	eq(t, "IPv6 ingress", ingress[azurenames.IPv6], pipAddress(&user))
 	st := l.mustState()
-	v := view(st.LBs[lbCluster], naming.ServiceLBName(s.UID))
-	v4, v6 := dsNamesOf(s, c, naming.IPv4, 80), dsNamesOf(s, c, naming.IPv6, 80)
+	v := view(st.LBs[lbCluster], azurenames.ServiceLBName(s.UID))
+	v4, v6 := dsNamesOf(s, c, azurenames.IPv4, 80), dsNamesOf(s, c, azurenames.IPv6, 80)
 	if fe := v.Frontends[v6.frontend]; fe == nil {
 		t.Errorf("no frontend %s; have %v", v6.frontend, sortedKeys(v.Frontends))
 	} else {
@@ -533,8 +533,8 @@ func dsTestUserPIPv6(l *lbEnv) {
 	if st.PIPs[l.rg+"/"+v6.pip] != nil {
 		t.Errorf("managed IPv6 public IP %s created although the service names its own", v6.pip)
 	}
-	if p := st.PIPs[l.rg+"/"+v4.pip]; p == nil || pipAddress(p) != ingress[naming.IPv4] {
-		t.Errorf("managed IPv4 public IP %s = %v, want address %s", v4.pip, p, ingress[naming.IPv4])
+	if p := st.PIPs[l.rg+"/"+v4.pip]; p == nil || pipAddress(p) != ingress[azurenames.IPv4] {
+		t.Errorf("managed IPv4 public IP %s = %v, want address %s", v4.pip, p, ingress[azurenames.IPv4])
 	}
 	l.deleteAndWaitGone(s)
 	if p := l.pipExists(l.rg, "user-pip-v6"); p != nil {

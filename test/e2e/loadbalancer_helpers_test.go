@@ -22,8 +22,8 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // The cluster name the CCM runs with (its --cluster-name default): the public LB's name.
@@ -221,8 +221,8 @@ func (l *lbEnv) deleteAndWaitGone(s *corev1.Service) {
 	if err := l.Kube.CoreV1().Services(s.Namespace).Delete(lbCtx(l.t), s.Name, metav1.DeleteOptions{}); err != nil {
 		l.t.Fatalf("delete service %s: %v", s.Name, err)
 	}
-	svcLB := naming.ServiceLBName(s.UID)
-	key := naming.ServiceKey(s.Namespace, s.Name)
+	svcLB := azurenames.ServiceLBName(s.UID)
+	key := azurenames.ServiceKey(s.Namespace, s.Name)
 	l.waitFor("nothing of "+s.Name+" left in azsim", func(ctx context.Context) (bool, error) {
 		st, err := l.state(ctx)
 		if err != nil {
@@ -234,8 +234,8 @@ func (l *lbEnv) deleteAndWaitGone(s *corev1.Service) {
 			}
 		}
 		for _, p := range st.PIPs {
-			v, _ := naming.ServiceTagValue(p.Tags)
-			if strings.Contains(*p.Name, svcLB) || slices.Contains(naming.ParseServiceTag(v), key) {
+			v, _ := azurenames.ServiceTagValue(p.Tags)
+			if strings.Contains(*p.Name, svcLB) || slices.Contains(azurenames.ParseServiceTag(v), key) {
 				return false, fmt.Errorf("public IP %s (tags %s) is left", *p.Name, v)
 			}
 		}
@@ -328,17 +328,17 @@ func view(lb *armnetwork.LoadBalancer, svcLB string) svcView {
 		return v
 	}
 	for _, f := range lb.Properties.FrontendIPConfigurations {
-		if naming.OwnedByService(svcLB, *f.Name) {
+		if azurenames.OwnedByService(svcLB, *f.Name) {
 			v.Frontends[*f.Name] = f
 		}
 	}
 	for _, r := range lb.Properties.LoadBalancingRules {
-		if naming.OwnedByService(svcLB, *r.Name) {
+		if azurenames.OwnedByService(svcLB, *r.Name) {
 			v.Rules[*r.Name] = r
 		}
 	}
 	for _, p := range lb.Properties.Probes {
-		if naming.OwnedByService(svcLB, *p.Name) {
+		if azurenames.OwnedByService(svcLB, *p.Name) {
 			v.Probes[*p.Name] = p
 		}
 	}

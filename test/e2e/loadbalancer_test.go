@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // TestLoadBalancerPublic runs the public-LB groups of the load balancer feature against one
@@ -67,20 +67,20 @@ func lbTestLifecycle(l *lbEnv) {
 	s := l.create(lbService("lifecycle", nil, lbTCP(80)))
 	s = l.waitIP(s.Name)
 	ip := ingressIPs(s)[0]
-	svcLB := naming.ServiceLBName(s.UID)
+	svcLB := azurenames.ServiceLBName(s.UID)
 	st := l.mustState()
 	lb := st.LBs[lbCluster]
 	if lb == nil {
 		t.Fatalf("no load balancer %s in azsim", lbCluster)
 	}
-	rule80 := naming.RuleName(svcLB, "", corev1.ProtocolTCP, 80, false, naming.IPv4)
+	rule80 := azurenames.RuleName(svcLB, "", corev1.ProtocolTCP, 80, false, azurenames.IPv4)
 	v := view(lb, svcLB)
 	fes, rules, probes := v.names()
 	eqs(t, "frontends", fes, []string{svcLB})
 	eqs(t, "rules", rules, []string{rule80})
 	eqs(t, "probes", probes, []string{rule80})
 
-	pipName := naming.PublicIPName(lbCluster, svcLB, "", false, naming.IPv4)
+	pipName := azurenames.PublicIPName(lbCluster, svcLB, "", false, azurenames.IPv4)
 	pip := st.PIPs[l.rg+"/"+pipName]
 	if pip == nil {
 		t.Fatalf("no public IP %s; have %v", pipName, sortedKeys(st.PIPs))
@@ -89,8 +89,8 @@ func lbTestLifecycle(l *lbEnv) {
 	eqs(t, "PIP zones (zone-redundant in a zonal region)", strs(pip.Zones), []string{"1", "2", "3"})
 	eq(t, "PIP SKU", deref(deref(pip.SKU).Name), armnetwork.PublicIPAddressSKUNameStandard)
 	eq(t, "PIP allocation", deref(pip.Properties.PublicIPAllocationMethod), armnetwork.IPAllocationMethodStatic)
-	svcTag, _ := naming.ServiceTagValue(pip.Tags)
-	clusterTag, _ := naming.ClusterTagValue(pip.Tags)
+	svcTag, _ := azurenames.ServiceTagValue(pip.Tags)
+	clusterTag, _ := azurenames.ClusterTagValue(pip.Tags)
 	eq(t, "PIP service tag", svcTag, "default/lifecycle")
 	eq(t, "PIP cluster tag", clusterTag, lbCluster)
 	fe := v.Frontends[svcLB]
@@ -105,7 +105,7 @@ func lbTestLifecycle(l *lbEnv) {
 	eq(t, "rule idle timeout", deref(r.IdleTimeoutInMinutes), int32(4))
 	eq(t, "rule load distribution", deref(r.LoadDistribution), armnetwork.LoadDistributionDefault)
 	eq(t, "rule probe", lastSeg(deref(deref(r.Probe).ID)), rule80)
-	eq(t, "rule pool", lastSeg(deref(deref(r.BackendAddressPool).ID)), naming.BackendPoolName(lbCluster, naming.IPv4))
+	eq(t, "rule pool", lastSeg(deref(deref(r.BackendAddressPool).ID)), azurenames.BackendPoolName(lbCluster, azurenames.IPv4))
 	p := v.Probes[rule80].Properties
 	eq(t, "probe protocol", deref(p.Protocol), armnetwork.ProbeProtocolTCP)
 	eq(t, "probe port", deref(p.Port), s.Spec.Ports[0].NodePort)
@@ -113,14 +113,14 @@ func lbTestLifecycle(l *lbEnv) {
 	eq(t, "probe threshold", deref(p.ProbeThreshold), int32(annotations.DefaultProbeThreshold))
 	l.waitPool(lbCluster, l.nodeNames())
 
-	allow80 := naming.AllowRuleName("Tcp", naming.IPv4, []string{annotations.ServiceTagInternet}, []int32{80})
+	allow80 := azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{annotations.ServiceTagInternet}, []int32{80})
 	eqs(t, "NSG rules to the IP", nsgRulesTo(st.NSG, ip), []string{allow80})
 	if nr := nsgRule(st.NSG, allow80); nr != nil {
 		eqs(t, "NSG sources", ruleSources(nr), []string{"Internet"})
 		eqs(t, "NSG ports", rulePorts(nr), []string{"80"})
 		eq(t, "NSG access", deref(nr.Properties.Access), armnetwork.SecurityRuleAccessAllow)
 		eq(t, "NSG direction", deref(nr.Properties.Direction), armnetwork.SecurityRuleDirectionInbound)
-		if pr := deref(nr.Properties.Priority); !naming.IsManagedSecurityRule(allow80, pr) {
+		if pr := deref(nr.Properties.Priority); !azurenames.IsManagedSecurityRule(allow80, pr) {
 			t.Errorf("NSG rule priority %d outside the managed band", pr)
 		}
 	}
@@ -133,8 +133,8 @@ func lbTestLifecycle(l *lbEnv) {
 	before := st
 	writesBefore := l.stats()
 	l.update(s.Name, func(s *corev1.Service) { s.Spec.Ports = append(s.Spec.Ports, lbTCP(443)) })
-	rule443 := naming.RuleName(svcLB, "", corev1.ProtocolTCP, 443, false, naming.IPv4)
-	allowBoth := naming.AllowRuleName("Tcp", naming.IPv4, []string{"Internet"}, []int32{80, 443})
+	rule443 := azurenames.RuleName(svcLB, "", corev1.ProtocolTCP, 443, false, azurenames.IPv4)
+	allowBoth := azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"Internet"}, []int32{80, 443})
 	l.waitFor("rule for port 443 and its NSG rule", func(ctx context.Context) (bool, error) {
 		st, err := l.state(ctx)
 		if err != nil {
@@ -192,7 +192,7 @@ func portAnn(port int32, rest string) string {
 
 func ruleOf(t *testing.T, v svcView, s *corev1.Service, proto corev1.Protocol, port int32) *armnetwork.LoadBalancingRulePropertiesFormat {
 	t.Helper()
-	name := naming.RuleName(naming.ServiceLBName(s.UID), "", proto, port, false, naming.IPv4)
+	name := azurenames.RuleName(azurenames.ServiceLBName(s.UID), "", proto, port, false, azurenames.IPv4)
 	r := v.Rules[name]
 	if r == nil {
 		t.Fatalf("no rule %s; have %v", name, sortedKeys(v.Rules))
@@ -202,7 +202,7 @@ func ruleOf(t *testing.T, v svcView, s *corev1.Service, proto corev1.Protocol, p
 
 func probeOf(t *testing.T, v svcView, s *corev1.Service, port int32) *armnetwork.ProbePropertiesFormat {
 	t.Helper()
-	name := naming.RuleName(naming.ServiceLBName(s.UID), "", corev1.ProtocolTCP, port, false, naming.IPv4)
+	name := azurenames.RuleName(azurenames.ServiceLBName(s.UID), "", corev1.ProtocolTCP, port, false, azurenames.IPv4)
 	p := v.Probes[name]
 	if p == nil {
 		t.Fatalf("no probe %s; have %v", name, sortedKeys(v.Probes))
@@ -225,7 +225,7 @@ var lbRuleCases = []lbRuleCase{
 			eq(t, "floating IP", deref(r.EnableFloatingIP), false)
 			eq(t, "backend port = nodePort", deref(r.BackendPort), s.Spec.Ports[0].NodePort)
 			// NSG destinations are the node IPs and the port is the node port.
-			name := naming.AllowRuleName("Tcp", naming.IPv4, []string{"Internet"}, []int32{s.Spec.Ports[0].NodePort})
+			name := azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"Internet"}, []int32{s.Spec.Ports[0].NodePort})
 			nr := nsgRule(st.NSG, name)
 			if nr == nil {
 				t.Fatalf("no NSG rule %s", name)
@@ -274,12 +274,12 @@ var lbRuleCases = []lbRuleCase{
 			eq(t, "local probe path", deref(p.RequestPath), annotations.LocalHealthCheckPath)
 			eq(t, "probes", len(v.Probes), 1)
 			eq(t, "rule probe", lastSeg(deref(deref(ruleOf(t, v, s, corev1.ProtocolTCP, 80).Probe).ID)),
-				naming.RuleName(naming.ServiceLBName(s.UID), "", corev1.ProtocolTCP, hc, false, naming.IPv4))
+				azurenames.LocalProbeName(azurenames.ServiceLBName(s.UID), hc, false, azurenames.IPv4))
 		}},
 	{name: "no-lb-rule", ports: []corev1.ServicePort{lbTCP(80), lbTCP(81)}, ann: map[string]string{portAnn(81, "no_lb_rule"): "true"},
 		check: func(t *testing.T, s *corev1.Service, v svcView, _ *azState) {
 			_, rules, probes := v.names()
-			want := []string{naming.RuleName(naming.ServiceLBName(s.UID), "", corev1.ProtocolTCP, 80, false, naming.IPv4)}
+			want := []string{azurenames.RuleName(azurenames.ServiceLBName(s.UID), "", corev1.ProtocolTCP, 80, false, azurenames.IPv4)}
 			eqs(t, "rules", rules, want)
 			eqs(t, "probes", probes, want)
 		}},
@@ -301,8 +301,8 @@ var lbRuleCases = []lbRuleCase{
 			eq(t, "probes", len(v.Probes), 1)
 			ip := ingressIPs(s)[0]
 			eqs(t, "NSG rules", nsgRulesTo(st.NSG, ip), sortStrings(
-				naming.AllowRuleName("Tcp", naming.IPv4, []string{"Internet"}, []int32{53}),
-				naming.AllowRuleName("Udp", naming.IPv4, []string{"Internet"}, []int32{53})))
+				azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"Internet"}, []int32{53}),
+				azurenames.AllowRuleName("Udp", azurenames.IPv4, []string{"Internet"}, []int32{53})))
 		}},
 }
 
@@ -329,7 +329,7 @@ func lbTestRuleOptions(l *lbEnv) {
 	for _, c := range lbRuleCases {
 		l.t.Run(c.name, func(t *testing.T) {
 			s := svcs[c.name]
-			v := view(st.LBs[lbCluster], naming.ServiceLBName(s.UID))
+			v := view(st.LBs[lbCluster], azurenames.ServiceLBName(s.UID))
 			if len(v.Frontends) != 1 {
 				t.Errorf("frontends %v, want one", sortedKeys(v.Frontends))
 			}
@@ -359,18 +359,18 @@ func lbTestNSGSources(l *lbEnv) {
 	st := l.mustState()
 	ipOf := func(i int) string { return ingressIPs(svcs[i])[0] }
 
-	wantRanges := naming.AllowRuleName("Tcp", naming.IPv4, []string{"10.1.0.0/16", "192.168.0.0/24"}, []int32{80})
+	wantRanges := azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"10.1.0.0/16", "192.168.0.0/24"}, []int32{80})
 	eqs(t, "ranges: NSG rules", nsgRulesTo(st.NSG, ipOf(0)), []string{wantRanges})
 	if r := nsgRule(st.NSG, wantRanges); r != nil {
 		eqs(t, "ranges: sources", ruleSources(r), []string{"10.1.0.0/16", "192.168.0.0/24"})
 	}
-	wantTags := sortStrings(naming.AllowRuleName("Tcp", naming.IPv4, []string{"AzureCloud"}, []int32{80}),
-		naming.AllowRuleName("Tcp", naming.IPv4, []string{"AzureFrontDoor.Backend"}, []int32{80}))
+	wantTags := sortStrings(azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"AzureCloud"}, []int32{80}),
+		azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"AzureFrontDoor.Backend"}, []int32{80}))
 	eqs(t, "tags: NSG rules (one per tag, no Internet)", nsgRulesTo(st.NSG, ipOf(1)), wantTags)
-	wantDeny := sortStrings(naming.AllowRuleName("Tcp", naming.IPv4, []string{"203.0.113.0/24"}, []int32{80}),
-		naming.DenyAllRuleName(naming.IPv4))
+	wantDeny := sortStrings(azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"203.0.113.0/24"}, []int32{80}),
+		azurenames.DenyAllRuleName(azurenames.IPv4))
 	eqs(t, "deny-all: NSG rules", nsgRulesTo(st.NSG, ipOf(2)), wantDeny)
-	if r := nsgRule(st.NSG, naming.DenyAllRuleName(naming.IPv4)); r != nil {
+	if r := nsgRule(st.NSG, azurenames.DenyAllRuleName(azurenames.IPv4)); r != nil {
 		eq(t, "deny-all access", deref(r.Properties.Access), armnetwork.SecurityRuleAccessDeny)
 		allow := nsgRule(st.NSG, wantDeny[0])
 		if allow != nil && deref(allow.Properties.Priority) >= deref(r.Properties.Priority) {
@@ -379,7 +379,7 @@ func lbTestNSGSources(l *lbEnv) {
 	}
 	// Changing the ranges replaces the rule; the old one disappears.
 	l.update("ranges", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"172.16.0.0/12"} })
-	want := []string{naming.AllowRuleName("Tcp", naming.IPv4, []string{"172.16.0.0/12"}, []int32{80})}
+	want := []string{azurenames.AllowRuleName("Tcp", azurenames.IPv4, []string{"172.16.0.0/12"}, []int32{80})}
 	l.waitFor("NSG rule for the new range", func(ctx context.Context) (bool, error) {
 		st, err := l.state(ctx)
 		if err != nil {

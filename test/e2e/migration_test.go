@@ -15,8 +15,8 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/migration"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 const (
@@ -77,7 +77,7 @@ func migSeed(t *testing.T, l *lbEnv) []migService {
 			ann["service.beta.kubernetes.io/azure-load-balancer-internal"] = "true"
 		}
 		svc := l.create(lbService(s.name, ann))
-		fe := naming.ServiceLBName(svc.UID)
+		fe := azurenames.ServiceLBName(svc.UID)
 		front := &armnetwork.FrontendIPConfiguration{Name: to.Ptr(fe), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{}}
 		if s.internal {
 			front.Properties.Subnet = &armnetwork.Subnet{ID: to.Ptr(fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s",
@@ -90,11 +90,11 @@ func migSeed(t *testing.T, l *lbEnv) []migService {
 			if s.dynamic {
 				alloc = armnetwork.IPAllocationMethodDynamic
 			}
-			pipName := naming.PublicIPName(migCluster, fe, "", false, naming.IPv4)
+			pipName := azurenames.PublicIPName(migCluster, fe, "", false, azurenames.IPv4)
 			p, err := l.net.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, l.rg, pipName, armnetwork.PublicIPAddress{
 				Location:   to.Ptr(l.Azure.Location),
 				SKU:        &armnetwork.PublicIPAddressSKU{Name: to.Ptr(armnetwork.PublicIPAddressSKUNameBasic)},
-				Tags:       map[string]*string{naming.TagService: to.Ptr("default/" + s.name), naming.TagClusterName: to.Ptr(migCluster)},
+				Tags:       map[string]*string{azurenames.TagService: to.Ptr("default/" + s.name), azurenames.TagClusterName: to.Ptr(migCluster)},
 				Properties: &armnetwork.PublicIPAddressPropertiesFormat{PublicIPAllocationMethod: to.Ptr(alloc)},
 			}, nil)
 			if err != nil {
@@ -207,11 +207,11 @@ func migMigrated(l *lbEnv, svcs []migService) framework.Condition {
 			if got := ingressIPs(svc); len(got) != 1 || got[0] != s.ip {
 				return false, fmt.Errorf("service %s status %v, want %s", s.name, got, s.ip)
 			}
-			lb := st.LBs[naming.LoadBalancerName(migCluster, s.internal)]
+			lb := st.LBs[azurenames.LoadBalancerName(migCluster, s.internal)]
 			if lb == nil {
 				return false, fmt.Errorf("no Standard load balancer for %s", s.name)
 			}
-			v := view(lb, naming.ServiceLBName(svc.UID))
+			v := view(lb, azurenames.ServiceLBName(svc.UID))
 			if len(v.Rules) == 0 || len(v.Frontends) != 1 {
 				return false, fmt.Errorf("service %s on %s: frontends %d rules %d", s.name, *lb.Name, len(v.Frontends), len(v.Rules))
 			}

@@ -19,8 +19,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // Three load balancer configurations:
@@ -91,7 +91,7 @@ func (m *mslbEnv) with(t *testing.T) *mslbEnv {
 func (m *mslbEnv) lbOf(st *azState, svc *corev1.Service) string {
 	var on []string
 	for name, lb := range st.LBs {
-		if len(lbObjectsOf(lb, naming.ServiceLBName(svc.UID))) > 0 {
+		if len(lbObjectsOf(lb, azurenames.ServiceLBName(svc.UID))) > 0 {
 			on = append(on, name)
 		}
 	}
@@ -282,7 +282,7 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		if lb == "" || strings.Contains(lb, ",") {
 			t.Fatalf("local service on %q", lb)
 		}
-		pool := naming.LocalServicePoolName("default", "mslb-local", naming.IPv4)
+		pool := azurenames.LocalServicePoolName("default", "mslb-local", azurenames.IPv4)
 		m.poolFollowsPods(lb, pool, "mslb-local", 3)
 		m.scale("mslb-local", 30)
 		m.poolFollowsPods(lb, pool, "mslb-local", 30)

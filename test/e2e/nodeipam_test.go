@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/azure-ccm/azure-ccm/internal/routes"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 const ipamClusterCIDR = "10.244.0.0/16" // 256 node subnets of /24
@@ -91,7 +91,7 @@ func ipamSettled(e *framework.Env, names []string, got map[string]string) framew
 			return false, err
 		}
 		for _, n := range names {
-			name := routes.Name(n, state[n])
+			name := azurenames.RouteName(n, state[n])
 			if rs[name] != state[n] {
 				return false, fmt.Errorf("route %s is %q, want %s (%d routes)", name, rs[name], state[n], len(rs))
 			}
@@ -297,7 +297,7 @@ func TestNodeManagerARMModeWaitRoutes(t *testing.T) {
 					if len(n.Spec.PodCIDRs) > 0 {
 						cidr = n.Spec.PodCIDRs[0]
 					}
-					if rerr == nil && (cidr == "" || rs[routes.Name(m.NodeName, cidr)] != cidr) {
+					if rerr == nil && (cidr == "" || rs[azurenames.RouteName(m.NodeName, cidr)] != cidr) {
 						mu.Lock()
 						violation = fmt.Sprintf("NetworkUnavailable %+v with pod CIDR %q and no route (routes %v)", c, cidr, rs)
 						mu.Unlock()

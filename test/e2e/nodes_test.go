@@ -19,8 +19,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
-	"github.com/azure-ccm/azure-ccm/internal/routes"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // nodesTopology is the framework's default estate (zonal Uniform scale set pool0) plus an
@@ -254,7 +254,7 @@ func TestNodes(t *testing.T) {
 	t.Run("routes appear for every managed node's pod CIDR", func(t *testing.T) {
 		var want []string
 		for name, cidr := range podCIDR {
-			want = append(want, routes.Name(name, cidr))
+			want = append(want, azurenames.RouteName(name, cidr))
 		}
 		e.WaitFor("routes in azsim", func(ctx context.Context) (bool, error) {
 			names, err := nodesRouteTable(ctx, e)
@@ -330,7 +330,7 @@ func TestNodes(t *testing.T) {
 			}
 			return true, nil
 		}, 90*time.Second)
-		gone := routes.Name(m.NodeName, podCIDR[m.NodeName])
+		gone := azurenames.RouteName(m.NodeName, podCIDR[m.NodeName])
 		e.WaitFor("route "+gone+" removed", func(ctx context.Context) (bool, error) {
 			names, err := nodesRouteTable(ctx, e)
 			if err != nil {

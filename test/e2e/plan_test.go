@@ -19,8 +19,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
 	"github.com/azure-ccm/azure-ccm/internal/changes"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/writeplan"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // planRun is one run of `azure-cloud-controller-manager plan`.
@@ -164,7 +164,7 @@ func TestPlan(t *testing.T) {
 
 	lbID := l.lbID(lbCluster)
 	nsgID := "/subscriptions/" + l.Azure.SubscriptionID + "/resourceGroups/" + l.rg + "/providers/Microsoft.Network/networkSecurityGroups/" + l.Azure.SecurityGroupName
-	lbName := func(i int) string { return naming.ServiceLBName(svcs[i].UID) }
+	lbName := func(i int) string { return azurenames.ServiceLBName(svcs[i].UID) }
 	actor := func(i int) string { return "service default/" + svcs[i].Name }
 	rule2 := nsgRulesTo(l.mustState().NSG, ingressIPs(svcs[2])[0])
 	if len(rule2) != 1 {
@@ -215,7 +215,7 @@ func TestPlan(t *testing.T) {
 	added := l.create(lbService("plan-new", nil, lbTCP(8100)))
 	l.create(lbService("plan-bad", map[string]string{annotations.TCPIdleTimeout: "1000"}, lbTCP(8101)))
 	r = l.plan("json")
-	newLB := naming.ServiceLBName(added.UID)
+	newLB := azurenames.ServiceLBName(added.UID)
 	pip := lbCluster + "-" + newLB
 	want := []string{
 		"loadBalancers kubernetes: service default/plan-new: frontendIPConfigurations " + newLB + " added",

@@ -20,9 +20,9 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/poolmigration"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // pmExitEnv makes the CCM exit after the named pool migration phase (cmd/.../poolmigration.go).
@@ -252,7 +252,7 @@ func (s *sampler) finish(t *testing.T) {
 // rulesOnStagingPool reports whether a rule of lb uses the migration's staging pool.
 func rulesOnStagingPool(lb *armnetwork.LoadBalancer) bool {
 	for _, r := range lb.Properties.LoadBalancingRules {
-		if r.Properties.BackendAddressPool != nil && strings.HasSuffix(*r.Properties.BackendAddressPool.ID, naming.MigrationPoolSuffix) {
+		if r.Properties.BackendAddressPool != nil && strings.HasSuffix(*r.Properties.BackendAddressPool.ID, azurenames.MigrationPoolSuffix) {
 			return true
 		}
 	}

@@ -14,8 +14,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // plsConsumer is the subscription of the private endpoints' owner.
@@ -143,8 +142,8 @@ func TestPrivateLinkService(t *testing.T) {
 	svc := l.create(lbService("pls-web", map[string]string{annotations.Internal: "true", annotations.PLSCreate: "true",
 		annotations.PLSSubnet: "pls-nat"}))
 	l.waitIP(svc.Name)
-	fe := naming.ServiceLBName(svc.UID)
-	name := "pls-" + fe
+	fe := azurenames.ServiceLBName(svc.UID)
+	name := azurenames.PrivateLinkName(fe)
 	var alias string
 
 	t.Run("created on the frontend, NAT subnet policies disabled, alias on the service", func(t *testing.T) {
@@ -163,7 +162,8 @@ func TestPrivateLinkService(t *testing.T) {
 		if len(nat) != 1 || !strings.HasSuffix(*nat[0].Properties.Subnet.ID, "/subnets/pls-nat") {
 			t.Fatalf("NAT configurations %v", nat)
 		}
-		if *p.Tags[plan.TagPLSOwner] != "default/pls-web" || *p.Tags[plan.TagPLSCluster] != lbCluster {
+		owner, _ := azurenames.TagValue(p.Tags, azurenames.TagPLSOwner)
+		if cluster, _ := azurenames.ClusterTagValue(p.Tags); owner != "default/pls-web" || cluster != lbCluster {
 			t.Fatalf("tags %v", p.Tags)
 		}
 		sn, err := l.net.NewSubnetsClient().Get(lbCtx(t), l.rg, l.Azure.VnetName, "pls-nat", nil)

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 const (
@@ -91,14 +91,14 @@ func rbacLocalServiceOnSelectedLB(t *testing.T, e *framework.Env) {
 		return false, fmt.Errorf("%d pods, none ready", len(pods.Items))
 	}, lbWait)
 	l.waitIP(rbacLocalName)
-	pool := naming.LocalServicePoolName(rbacLocalNS, rbacLocalName, naming.IPv4)
+	pool := azurenames.LocalServicePoolName(rbacLocalNS, rbacLocalName, azurenames.IPv4)
 	want := []string{nodeIP[podNode]}
 	l.waitFor("dedicated pool on "+rbacSelectedLB+" holds only the pod's node", func(ctx context.Context) (bool, error) {
 		lb, err := rbacLB(ctx, l, rbacSelectedLB)
 		if err != nil {
 			return false, err
 		}
-		if len(lbObjectsOf(lb, naming.ServiceLBName(svc.UID))) == 0 {
+		if len(lbObjectsOf(lb, azurenames.ServiceLBName(svc.UID))) == 0 {
 			return false, fmt.Errorf("the service has nothing on %s (exists: %v)", rbacSelectedLB, lb != nil)
 		}
 		if got := poolIPs(lb, pool); !slices.Equal(got, want) {

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
-	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // rbacSGEgress is the egress identity of the test's egress pod (its NAT gateway's name).
@@ -72,7 +72,7 @@ func TestRBACServiceGateway(t *testing.T) {
 		e.WaitFor(what, rbacNotDenied(t, e, cond), lbWait)
 	}
 	wait("rbac-sg-web ingress IP", s.ServiceIngress("default", "rbac-sg-web"))
-	wait("rbac-sg-web resources", s.resourcesOf(strings.ToLower(string(web.UID)), false))
+	wait("rbac-sg-web resources", s.resourcesOf(azurenames.GatewayIdentity(web.UID), false))
 	wait("NAT gateway "+rbacSGEgress+" registered", func(ctx context.Context) (bool, error) {
 		if _, err := s.net.NewNatGatewaysClient().Get(ctx, s.rg, rbacSGEgress, nil); err != nil {
 			return false, err
@@ -97,7 +97,7 @@ func rbacSGGateway(t *testing.T, s *sgEnv) {
 	vnetID := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s",
 		a.SubscriptionID, a.VnetResourceGroup, a.VnetName)
 	ctx := lbCtx(t)
-	p, err := s.net.NewServiceGatewaysClient().BeginCreateOrUpdate(ctx, s.rg, updater.GatewayName, armnetwork.ServiceGateway{
+	p, err := s.net.NewServiceGatewaysClient().BeginCreateOrUpdate(ctx, s.rg, azurenames.ServiceGatewayName, armnetwork.ServiceGateway{
 		Location:   to.Ptr(a.Location),
 		SKU:        &armnetwork.ServiceGatewaySKU{Name: to.Ptr(armnetwork.ServiceGatewaySKUNameStandard), Tier: to.Ptr(armnetwork.ServiceGatewaySKUTierRegional)},
 		Properties: &armnetwork.ServiceGatewayPropertiesFormat{VirtualNetwork: &armnetwork.VirtualNetwork{ID: to.Ptr(vnetID)}}}, nil)

@@ -33,8 +33,8 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/deploy/azure"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
-	"github.com/azure-ccm/azure-ccm/internal/routes"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 const (
@@ -239,7 +239,7 @@ func TestRBAC(t *testing.T) {
 				have[n] = true
 			}
 			for node, cidr := range podCIDRs {
-				if !have[routes.Name(node, cidr)] {
+				if !have[azurenames.RouteName(node, cidr)] {
 					return false, fmt.Errorf("route of %s missing (have %v)", node, names)
 				}
 			}

@@ -22,8 +22,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
-	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
 	"github.com/azure-ccm/azure-ccm/test/framework"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // sgCloudConfig turns container-based load balancing on (the three keys go together). The
@@ -58,7 +58,7 @@ func sgStart(t *testing.T) *sgEnv {
 	vnetID := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s",
 		e.Azure.SubscriptionID, e.Azure.VnetResourceGroup, e.Azure.VnetName)
 	ctx := lbCtx(t)
-	p, err := f.NewServiceGatewaysClient().BeginCreateOrUpdate(ctx, s.rg, updater.GatewayName, armnetwork.ServiceGateway{
+	p, err := f.NewServiceGatewaysClient().BeginCreateOrUpdate(ctx, s.rg, azurenames.ServiceGatewayName, armnetwork.ServiceGateway{
 		Location:   to.Ptr(e.Azure.Location),
 		SKU:        &armnetwork.ServiceGatewaySKU{Name: to.Ptr(armnetwork.ServiceGatewaySKUNameStandard), Tier: to.Ptr(armnetwork.ServiceGatewaySKUTierRegional)},
 		Properties: &armnetwork.ServiceGatewayPropertiesFormat{VirtualNetwork: &armnetwork.VirtualNetwork{ID: to.Ptr(vnetID)}}}, nil)
@@ -116,7 +116,7 @@ func (s *sgEnv) expected(ctx context.Context) (map[string]string, error) {
 				continue
 			}
 			if ready && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(p.Labels)) {
-				want[key] = append(want[key], strings.ToLower(string(svc.UID)))
+				want[key] = append(want[key], azurenames.GatewayIdentity(svc.UID))
 			}
 		}
 		if id, ok := admission.EgressIdentity(&p); ok && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending) {
@@ -134,7 +134,7 @@ func (s *sgEnv) expected(ctx context.Context) (map[string]string, error) {
 // actual is the gateway's address locations in azsim, in the same form.
 func (s *sgEnv) actual(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	pager := s.net.NewServiceGatewaysClient().NewGetAddressLocationsPager(s.rg, updater.GatewayName, nil)
+	pager := s.net.NewServiceGatewaysClient().NewGetAddressLocationsPager(s.rg, azurenames.ServiceGatewayName, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -157,7 +157,7 @@ func (s *sgEnv) actual(ctx context.Context) (map[string]string, error) {
 // gatewayServices is name → type of the gateway's services.
 func (s *sgEnv) gatewayServices(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	pager := s.net.NewServiceGatewaysClient().NewGetServicesPager(s.rg, updater.GatewayName, nil)
+	pager := s.net.NewServiceGatewaysClient().NewGetServicesPager(s.rg, azurenames.ServiceGatewayName, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -230,22 +230,27 @@ func (s *sgEnv) service(name string, targetPort intstr.IntOrString) *corev1.Serv
 	return out
 }
 
+// networkID is the ID of a network resource in the cluster resource group.
+func (s *sgEnv) networkID(typ, name string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/%s/%s", s.Azure.SubscriptionID, s.rg, typ, name)
+}
+
 func (s *sgEnv) exists(ctx context.Context, id string) bool {
 	_, err := s.Azsim.Get(ctx, id)
 	return err == nil
 }
 
-// resourcesOf holds when the service's load balancer, public IP and registration exist (or,
-// with gone, do not).
-func (s *sgEnv) resourcesOf(uid string, gone bool) framework.Condition {
+// resourcesOf holds when the registration, load balancer and public IP of a service's gateway
+// identity exist (or, with gone, do not).
+func (s *sgEnv) resourcesOf(identity string, gone bool) framework.Condition {
 	return func(ctx context.Context) (bool, error) {
-		sc := updater.Scope{SubscriptionID: s.Azure.SubscriptionID, ResourceGroup: s.rg}
 		svcs, err := s.gatewayServices(ctx)
 		if err != nil {
 			return false, err
 		}
-		_, reg := svcs[uid]
-		lb, pip := s.exists(ctx, sc.LBID(uid)), s.exists(ctx, sc.PIPID(uid))
+		_, reg := svcs[identity]
+		lb := s.exists(ctx, s.networkID("loadBalancers", identity))
+		pip := s.exists(ctx, s.networkID("publicIPAddresses", azurenames.GatewayPublicIPName(identity)))
 		if gone == (reg || lb || pip) {
 			return false, fmt.Errorf("registered %t, load balancer %t, public IP %t", reg, lb, pip)
 		}
@@ -260,7 +265,7 @@ func TestServiceGateway(t *testing.T) {
 	// Ready pods appear under their nodes' IPs; the Service gets the public IP.
 	s.deployment("web", 3, map[string]string{})
 	web := s.service("web", intstr.FromString("http")) // named target port, resolved from the EndpointSlices
-	uid := strings.ToLower(string(web.UID))
+	uid := azurenames.GatewayIdentity(web.UID)
 	s.WaitFor("web ingress IP", s.ServiceIngress("default", "web"), lbWait)
 	s.WaitFor("3 web pods in the gateway", s.inStep(3), lbWait)
 	s.WaitFor("web resources", s.resourcesOf(uid, false), lbWait)
@@ -268,7 +273,7 @@ func TestServiceGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(*lb.SKU.Name) != updater.LBSKUService || *lb.Properties.LoadBalancingRules[0].Properties.BackendPort != 8080 {
+	if string(*lb.SKU.Name) != azurenames.GatewayLBSKU || *lb.Properties.LoadBalancingRules[0].Properties.BackendPort != 8080 {
 		t.Fatalf("load balancer: sku %s, rules %+v", *lb.SKU.Name, lb.Properties.LoadBalancingRules[0].Properties)
 	}
 	svc, _ := s.Kube.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
@@ -359,14 +364,14 @@ func TestServiceGateway(t *testing.T) {
 		s.StartCCM(sgControllersFlag(t, s.Env))
 		s.WaitFor("api ingress IP", s.ServiceIngress("default", "api"), lbWait)
 		s.WaitFor("gateway in step after restart", s.inStep(6), 2*lbWait)
-		s.WaitFor("api resources", s.resourcesOf(strings.ToLower(string(api.UID)), false), lbWait)
+		s.WaitFor("api resources", s.resourcesOf(azurenames.GatewayIdentity(api.UID), false), lbWait)
 		s.WaitFor("NAT gateway egress1 removed", func(ctx context.Context) (bool, error) {
-			sc := updater.Scope{SubscriptionID: s.Azure.SubscriptionID, ResourceGroup: s.rg}
 			svcs, err := s.gatewayServices(ctx)
 			if err != nil {
 				return false, err
 			}
-			nat, pip := s.exists(ctx, sc.NATID("egress1")), s.exists(ctx, sc.PIPID("egress1"))
+			nat := s.exists(ctx, s.networkID("natGateways", "egress1"))
+			pip := s.exists(ctx, s.networkID("publicIPAddresses", azurenames.GatewayPublicIPName("egress1")))
 			_, reg := svcs["egress1"]
 			return !nat && !pip && !reg, fmt.Errorf("NAT %t, PIP %t, registered %t", nat, pip, reg)
 		}, lbWait)
