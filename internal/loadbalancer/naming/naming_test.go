@@ -190,3 +190,26 @@ func TestOwnedByService(t *testing.T) {
 		t.Fatal("ownership")
 	}
 }
+
+// TestLiteralNames pins, as literals, the names and tag keys the tests above only use through
+// their constants or do not reach.
+func TestLiteralNames(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{LocalServicePoolName("Team-A", "Web", IPv4), "team-a-web"},
+		{LocalServicePoolName("Team-A", "Web", IPv6), "team-a-web-ipv6"},
+		{MigrationPoolName("kubernetes"), "kubernetes_ip-migration"},
+		{ServiceKey("default", "web"), "default/web"},
+		{SharedProbeName, "cluster-service-shared-health-probe"},
+		{TagService, "k8s-azure-service"},
+		{TagClusterName, "k8s-azure-cluster-name"},
+		{TagDNSLabelService, "k8s-azure-dns-label-service"},
+		{LegacyTagService, "service"},
+		{LegacyTagClusterName, "kubernetes-cluster-name"},
+		{LegacyTagDNSLabelService, "kubernetes-dns-label-service"},
+		{DenyAllRuleName(IPv4), "k8s-azure-lb_deny-all_IPv4"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
