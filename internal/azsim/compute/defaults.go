@@ -33,9 +33,22 @@ func DefaultScaleSet(ss *armcompute.VirtualMachineScaleSet) {
 	if !flex && p.UpgradePolicy == nil {
 		p.UpgradePolicy = &armcompute.UpgradePolicy{Mode: to.Ptr(armcompute.UpgradeModeManual)}
 	}
+	if !flex && p.DoNotRunExtensionsOnOverprovisionedVMs == nil {
+		p.DoNotRunExtensionsOnOverprovisionedVMs = to.Ptr(false)
+	}
+	if up := p.UpgradePolicy; up != nil && up.AutomaticOSUpgradePolicy != nil && up.AutomaticOSUpgradePolicy.UseRollingUpgradePolicy == nil {
+		up.AutomaticOSUpgradePolicy.UseRollingUpgradePolicy = to.Ptr(false)
+	}
 	DefaultNICConfigs(scaleSetNICConfigs(ss))
 	if prof := p.VirtualMachineProfile; prof != nil {
+		if sp := prof.StorageProfile; sp != nil && sp.OSDisk == nil && sp.ImageReference != nil && ss.SKU != nil {
+			sp.OSDisk = defaultScaleSetOSDisk(str(ss.SKU.Name))
+		}
 		DefaultScaleSetOSDisk(prof.StorageProfile)
+		DefaultScaleSetOSProfile(prof.OSProfile, prof.StorageProfile)
+		if prof.TimeCreated == nil {
+			prof.TimeCreated = p.TimeCreated
+		}
 	}
 }
 
@@ -150,4 +163,125 @@ func DefaultScaleSetOSDisk(sp *armcompute.VirtualMachineScaleSetStorageProfile) 
 // "<scale set>_<instance name>_OS__1_<32 hex digits>".
 func UniformOSDiskName(scaleSet, instanceName, unique string) string {
 	return scaleSet + "_" + instanceName + "_OS__1_" + strings.ReplaceAll(unique, "-", "")
+}
+
+// DefaultVMOSProfile fills what CRP returns in a VM's OS profile and drops what it never
+// returns (the admin password, custom data): no secrets, extension operations allowed, a
+// guest provisioning signal required and, for a Windows OS disk without a Linux
+// configuration, the Windows configuration CRP picks.
+func DefaultVMOSProfile(p *armcompute.OSProfile, sp *armcompute.StorageProfile) {
+	if p == nil {
+		return
+	}
+	p.AdminPassword, p.CustomData = nil, nil
+	if p.Secrets == nil {
+		p.Secrets = []*armcompute.VaultSecretGroup{}
+	}
+	if p.AllowExtensionOperations == nil {
+		p.AllowExtensionOperations = to.Ptr(true)
+	}
+	if p.RequireGuestProvisionSignal == nil {
+		p.RequireGuestProvisionSignal = to.Ptr(true)
+	}
+	if p.LinuxConfiguration != nil || sp == nil || sp.OSDisk == nil || sp.OSDisk.OSType == nil ||
+		*sp.OSDisk.OSType != armcompute.OperatingSystemTypesWindows {
+		return
+	}
+	if p.WindowsConfiguration == nil {
+		p.WindowsConfiguration = &armcompute.WindowsConfiguration{}
+	}
+	wc := p.WindowsConfiguration
+	defaultWindowsAgent(&wc.ProvisionVMAgent, &wc.EnableAutomaticUpdates)
+	if wc.PatchSettings == nil {
+		wc.PatchSettings = &armcompute.PatchSettings{}
+	}
+	if wc.PatchSettings.PatchMode == nil {
+		wc.PatchSettings.PatchMode = to.Ptr(armcompute.WindowsVMGuestPatchModeAutomaticByOS)
+	}
+	if wc.PatchSettings.AssessmentMode == nil {
+		wc.PatchSettings.AssessmentMode = to.Ptr(armcompute.WindowsPatchAssessmentModeImageDefault)
+	}
+	if wc.EnableVMAgentPlatformUpdates == nil {
+		wc.EnableVMAgentPlatformUpdates = to.Ptr(true)
+	}
+}
+
+// DefaultScaleSetOSProfile is DefaultVMOSProfile for a scale set model, whose Windows
+// configuration CRP fills with the agent settings only.
+func DefaultScaleSetOSProfile(p *armcompute.VirtualMachineScaleSetOSProfile, sp *armcompute.VirtualMachineScaleSetStorageProfile) {
+	if p == nil {
+		return
+	}
+	p.AdminPassword, p.CustomData = nil, nil
+	if p.Secrets == nil {
+		p.Secrets = []*armcompute.VaultSecretGroup{}
+	}
+	if p.AllowExtensionOperations == nil {
+		p.AllowExtensionOperations = to.Ptr(true)
+	}
+	if p.RequireGuestProvisionSignal == nil {
+		p.RequireGuestProvisionSignal = to.Ptr(true)
+	}
+	if p.LinuxConfiguration != nil || sp == nil || sp.OSDisk == nil || sp.OSDisk.OSType == nil ||
+		*sp.OSDisk.OSType != armcompute.OperatingSystemTypesWindows {
+		return
+	}
+	if p.WindowsConfiguration == nil {
+		p.WindowsConfiguration = &armcompute.WindowsConfiguration{}
+	}
+	defaultWindowsAgent(&p.WindowsConfiguration.ProvisionVMAgent, &p.WindowsConfiguration.EnableAutomaticUpdates)
+}
+
+func defaultWindowsAgent(provisionVMAgent, enableAutomaticUpdates **bool) {
+	if *provisionVMAgent == nil {
+		*provisionVMAgent = to.Ptr(true)
+	}
+	if *enableAutomaticUpdates == nil {
+		*enableAutomaticUpdates = to.Ptr(true)
+	}
+}
+
+// InstanceOSProfile is the OS profile of a Uniform instance: its computer name with what the
+// scale set model's profile says of the admin, secrets, extensions, provisioning signal and OS
+// configuration.
+func InstanceOSProfile(computerName string, model *armcompute.VirtualMachineScaleSetOSProfile) *armcompute.OSProfile {
+	p := &armcompute.OSProfile{ComputerName: to.Ptr(computerName)}
+	if model == nil {
+		return p
+	}
+	m := Clone(model)
+	p.AdminUsername, p.Secrets, p.AllowExtensionOperations, p.RequireGuestProvisionSignal = m.AdminUsername, m.Secrets, m.AllowExtensionOperations, m.RequireGuestProvisionSignal
+	p.WindowsConfiguration, p.LinuxConfiguration = m.WindowsConfiguration, m.LinuxConfiguration
+	return p
+}
+
+// defaultScaleSetOSDisk is the OS disk CRP gives a scale set model created from an image
+// without one: read-only caching none, on premium storage when the size supports it.
+func defaultScaleSetOSDisk(size string) *armcompute.VirtualMachineScaleSetOSDisk {
+	storage := armcompute.StorageAccountTypesStandardLRS
+	if PremiumStorageSize(size) {
+		storage = armcompute.StorageAccountTypesPremiumLRS
+	}
+	return &armcompute.VirtualMachineScaleSetOSDisk{
+		CreateOption: to.Ptr(armcompute.DiskCreateOptionTypesFromImage),
+		Caching:      to.Ptr(armcompute.CachingTypesNone),
+		ManagedDisk:  &armcompute.VirtualMachineScaleSetManagedDiskParameters{StorageAccountType: to.Ptr(storage)},
+	}
+}
+
+// PremiumStorageSize says whether a VM size supports premium storage, by Azure's naming
+// convention: an "s" among the additive features after the vCPU count (Standard_D2s_v3,
+// Standard_E4ads_v5) or a family ending in S (Standard_DS2_v2, Standard_GS5).
+func PremiumStorageSize(size string) bool {
+	name, ok := strings.CutPrefix(strings.ToLower(size), "standard_")
+	if !ok {
+		return false
+	}
+	name, _, _ = strings.Cut(name, "_")
+	i := strings.IndexFunc(name, func(r rune) bool { return r >= '0' && r <= '9' })
+	if i <= 0 {
+		return false
+	}
+	family, rest := name[:i], strings.TrimLeft(name[i:], "0123456789")
+	return strings.HasSuffix(family, "s") || strings.Contains(rest, "s")
 }

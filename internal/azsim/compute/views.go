@@ -218,12 +218,12 @@ func NewUniformInstance(ss *armcompute.VirtualMachineScaleSet, ssID string, p Pl
 		InstanceID: to.Ptr(strconv.Itoa(p.ID)),
 		Tags:       cloneTags(ss.Tags),
 		Properties: &armcompute.VirtualMachineScaleSetVMProperties{
-			LatestModelApplied:     to.Ptr(true),
-			ModelDefinitionApplied: to.Ptr("VirtualMachineScaleSet"),
-			ProvisioningState:      to.Ptr("Succeeded"),
-			VMID:                   to.Ptr(vmID),
-			TimeCreated:            to.Ptr(created.UTC()),
-			OSProfile:              &armcompute.OSProfile{ComputerName: to.Ptr(ComputerName(ComputerNamePrefix(ss), p.ID))},
+			LatestModelApplied:        to.Ptr(true),
+			ModelDefinitionApplied:    to.Ptr("VirtualMachineScaleSet"),
+			ProvisioningState:         to.Ptr("Succeeded"),
+			VMID:                      to.Ptr(vmID),
+			TimeCreated:               to.Ptr(created.UTC()),
+			ResilientVMDeletionStatus: to.Ptr(armcompute.ResilientVMDeletionStatusDisabled),
 		},
 	}
 	if p.Zone != "" {
@@ -233,10 +233,12 @@ func NewUniformInstance(ss *armcompute.VirtualMachineScaleSet, ssID string, p Pl
 		vm.SKU = &armcompute.SKU{Name: ss.SKU.Name, Tier: ss.SKU.Tier}
 		vm.Properties.HardwareProfile = &armcompute.HardwareProfile{VMSize: (*armcompute.VirtualMachineSizeTypes)(ss.SKU.Name)}
 	}
+	var model *armcompute.VirtualMachineScaleSetOSProfile
 	if prof := ss.Properties.VirtualMachineProfile; prof != nil {
-		if prof.OSProfile != nil {
-			vm.Properties.OSProfile.AdminUsername = prof.OSProfile.AdminUsername
-		}
+		model = prof.OSProfile
+	}
+	vm.Properties.OSProfile = InstanceOSProfile(ComputerName(ComputerNamePrefix(ss), p.ID), model)
+	if prof := ss.Properties.VirtualMachineProfile; prof != nil {
 		vm.Properties.StorageProfile = &armcompute.StorageProfile{
 			OSDisk: &armcompute.OSDisk{
 				Name:         to.Ptr(UniformOSDiskName(str(ss.Name), name, vmID)),

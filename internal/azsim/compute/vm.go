@@ -87,6 +87,19 @@ func (h *handler) prepareVM(tx *arm.Tx, w *arm.Write) error {
 			p.OSProfile.ComputerName = old.Properties.OSProfile.ComputerName
 		}
 	}
+	DefaultVMOSProfile(p.OSProfile, p.StorageProfile)
+	if sp := p.StorageProfile; sp != nil {
+		if sp.DataDisks == nil {
+			sp.DataDisks = []*armcompute.DataDisk{}
+		}
+		if sp.OSDisk != nil && sp.OSDisk.DeleteOption == nil {
+			sp.OSDisk.DeleteOption = to.Ptr(armcompute.DiskDeleteOptionTypesDetach)
+		}
+	}
+	if vm.Identity != nil && (vm.Identity.Type == nil || *vm.Identity.Type == armcompute.ResourceIdentityTypeNone) {
+		// CRP shows no identity rather than one of type None.
+		vm.Identity = nil
+	}
 	doc, err := encode(&vm)
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ func prepareInterface(tx *arm.Tx, w *arm.Write) error {
 		if subnet == "" {
 			return arm.BadRequest("IpConfigurationSubnetMissing", "IP configuration %s must reference a subnet.", cid)
 		}
+		// A client may send the whole subnet (as read from the virtual network); NRP keeps
+		// the reference only.
+		cp["subnet"] = map[string]any{"id": subnet}
 		method := arm.Str(cp, "privateIPAllocationMethod")
 		if method == "" {
 			method = "Dynamic"

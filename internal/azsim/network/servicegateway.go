@@ -40,8 +40,9 @@ func prepareServiceGateway(tx *arm.Tx, w *arm.Write) error {
 	if err := normalize(w, &armnetwork.ServiceGateway{}); err != nil {
 		return err
 	}
-	keepResourceGUID(w)
+	// Unlike most NRP resources, a service gateway has no resourceGuid.
 	d, p := w.Doc, arm.Props(w.Doc)
+	delete(p, "resourceGuid")
 	if arm.Obj(d, false, "sku") == nil {
 		d["sku"] = map[string]any{"name": "Standard", "tier": "Regional"}
 	}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,13 +57,22 @@ func Locate(override, start string) (string, error) {
 	if override != "" {
 		return override, nil
 	}
+	root, err := repoRoot(start)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(root), "shared", "fixtures", "arm-recordings"), nil
+}
+
+// repoRoot is the nearest directory at or above start that holds go.mod.
+func repoRoot(start string) (string, error) {
 	dir, err := filepath.Abs(start)
 	if err != nil {
 		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(filepath.Dir(dir), "shared", "fixtures", "arm-recordings"), nil
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -121,13 +131,20 @@ type Options struct {
 	// PreexistingCreate accepts 201 for a recorded 200 on the first PUT of a path: the
 	// resource existed before the recording started.
 	PreexistingCreate bool
+	// BodyDifferences are the differences between azsim's answer bodies and the recorded ones
+	// that azsim keeps on purpose, by BodyDifferenceKey, with the reason; any other difference
+	// fails the replay.
+	BodyDifferences map[string]string
 }
 
 // Replay sends every recorded request to h (in order, with its If-Match / If-None-Match and
 // body) and compares the answers. Polling URLs of the recording are mapped to the ones azsim
-// returned for the same operation, so the sequence of polls is replayed too.
-func Replay(t *testing.T, name string, c Cassette, h http.Handler, o Options) {
+// returned for the same operation, so the sequence of polls is replayed too. It returns the
+// keys of the body differences it found (listed in o.BodyDifferences or not), for
+// CheckBodyDifferences.
+func Replay(t *testing.T, name string, c Cassette, h http.Handler, o Options) map[string]bool {
 	t.Helper()
+	found := map[string]bool{}
 	polls := map[string]string{} // recorded polling path (lower-cased) → azsim URL
 	seen := map[string]bool{}
 	for i, it := range c.Interactions {
@@ -185,8 +202,100 @@ func Replay(t *testing.T, name string, c Cassette, h http.Handler, o Options) {
 		if d := CompareOSDiskNames(it.Response.Body, w.Body.String()); d != "" {
 			t.Errorf("%s: %s", where, d)
 		}
-		if missing := MissingKeys(it.Response.Body, w.Body.String()); len(missing) > 0 {
-			t.Logf("%s: keys in the recording but not in azsim's answer: %v", where, missing)
+		for _, k := range BodyDifferences(u, it.Response.Body, w.Body.String()) {
+			found[k] = true
+			if _, ok := o.BodyDifferences[k]; !ok {
+				t.Errorf("%s: body differs from the recording: %s", where, k)
+			}
+		}
+	}
+	return found
+}
+
+// BodyDifferences lists the keys (BodyDifferenceKey) where the body azsim answered (got) and
+// the recorded one (want) of a request to path differ: keys the recording has and azsim's
+// answer lacks ("missing"), and keys azsim's answer has that the recording lacks ("extra").
+// Values are not compared (IDs, GUIDs and times differ by nature); arrays are compared by
+// their first elements.
+func BodyDifferences(path, want, got string) []string {
+	typ := ResourceType(path)
+	var out []string
+	for _, k := range MissingKeys(want, got) {
+		out = append(out, BodyDifferenceKey(typ, "missing", k))
+	}
+	for _, k := range MissingKeys(got, want) {
+		out = append(out, BodyDifferenceKey(typ, "extra", k))
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// BodyDifferenceKey names a body difference: "<resource type> <missing|extra> <key path>",
+// e.g. "Microsoft.Compute/virtualMachines missing .properties.osProfile.secrets". A list's
+// items and a single resource share keys (the list's ".value[0]" is dropped).
+func BodyDifferenceKey(resourceType, kind, path string) string {
+	return resourceType + " " + kind + " " + strings.TrimPrefix(path, ".value[0]")
+}
+
+// ResourceType is the type a request path addresses, e.g. Microsoft.Compute/virtualMachines for
+// a VM, a list of VMs or a VM action, Microsoft.Compute/locations/DiskOperations for a disk
+// operation's status, Microsoft.Resources/resourceGroups for a resource group.
+func ResourceType(path string) string {
+	p := strings.Trim(strings.SplitN(path, "?", 2)[0], "/")
+	i := strings.LastIndex(strings.ToLower(p), "providers/")
+	if i < 0 {
+		return "Microsoft.Resources/resourceGroups"
+	}
+	segs := strings.Split(p[i+len("providers/"):], "/")
+	out := segs[0]
+	for j := 1; j < len(segs); j += 2 {
+		out += "/" + segs[j]
+	}
+	return out
+}
+
+// CheckBodyDifferences fails t for every listed body difference that no replay found: a
+// difference azsim no longer has must leave the list.
+func CheckBodyDifferences(t testing.TB, listed map[string]string, found map[string]bool) {
+	t.Helper()
+	var stale []string
+	for k := range listed {
+		if !found[k] {
+			stale = append(stale, k)
+		}
+	}
+	sort.Strings(stale)
+	for _, k := range stale {
+		t.Errorf("listed body difference no longer found (remove it from the list and docs/azsim.md): %s", k)
+	}
+}
+
+// CheckDocumented fails t for every listed body difference that the section "Differences from
+// recorded ARM answers" of docs/azsim.md does not name.
+func CheckDocumented(t testing.TB, listed map[string]string) {
+	t.Helper()
+	root, err := repoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(root, "docs", "azsim.md")
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	const heading = "## Differences from recorded ARM answers"
+	start := strings.Index(text, heading)
+	if start < 0 {
+		t.Fatalf("%s has no section %q", doc, heading)
+	}
+	section := text[start+len(heading):]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	for k := range listed {
+		if !strings.Contains(section, "`"+k+"`") {
+			t.Errorf("%s does not name the body difference `%s` in %q", doc, k, heading)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -101,5 +102,58 @@ func TestCompareETags(t *testing.T) {
 	}
 	if d := CompareETags("GET", rec, `{"etag":"\"2\""}`, h(`"2"`), `{"etag":"\"3\""}`); len(d) < 2 {
 		t.Errorf("header and body disagree: %v", d)
+	}
+}
+
+func TestResourceType(t *testing.T) {
+	for path, want := range map[string]string{
+		"/subscriptions/s/resourcegroups/rg?api-version=2021-04-01":                                                                "Microsoft.Resources/resourceGroups",
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm":                                        "Microsoft.Compute/virtualMachines",
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines?api-version=1":                             "Microsoft.Compute/virtualMachines",
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0":              "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0/instanceView": "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/instanceView",
+		"/subscriptions/s/providers/Microsoft.Compute/locations/eastus2/DiskOperations/id":                                         "Microsoft.Compute/locations/DiskOperations",
+	} {
+		if got := ResourceType(path); got != want {
+			t.Errorf("ResourceType(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func TestBodyDifferences(t *testing.T) {
+	const path = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/publicIPAddresses"
+	want := `{"value":[{"name":"a","properties":{"ipAddress":"1.2.3.4","dns":{"fqdn":"x"}}}]}`
+	got := `{"value":[{"name":"b","properties":{"dns":{},"idleTimeoutInMinutes":4}}]}`
+	d := BodyDifferences(path, want, got)
+	exp := []string{
+		"Microsoft.Network/publicIPAddresses extra .properties.idleTimeoutInMinutes",
+		"Microsoft.Network/publicIPAddresses missing .properties.dns.fqdn",
+		"Microsoft.Network/publicIPAddresses missing .properties.ipAddress",
+	}
+	if fmt.Sprint(d) != fmt.Sprint(exp) {
+		t.Errorf("differences %v, want %v", d, exp)
+	}
+	if d := BodyDifferences(path, want, want); len(d) != 0 {
+		t.Errorf("equal bodies differ: %v", d)
+	}
+}
+
+// errorsTB records Errorf.
+type errorsTB struct {
+	testing.TB
+	errs []string
+}
+
+func (t *errorsTB) Helper() {}
+func (t *errorsTB) Errorf(format string, a ...any) {
+	t.errs = append(t.errs, fmt.Sprintf(format, a...))
+}
+
+func TestCheckBodyDifferencesReportsStaleEntries(t *testing.T) {
+	listed := map[string]string{"T missing .a": "why", "T extra .b": "why"}
+	f := &errorsTB{TB: t}
+	CheckBodyDifferences(f, listed, map[string]bool{"T missing .a": true, "T extra .c": true})
+	if len(f.errs) != 1 || !strings.Contains(f.errs[0], "T extra .b") {
+		t.Errorf("errors %q, want one naming the stale entry", f.errs)
 	}
 }
