@@ -3,6 +3,7 @@ package arm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	waitutil "github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 type fakeCred struct{}
@@ -215,18 +217,12 @@ func TestIdenticalGetsAreCoalesced(t *testing.T) {
 		}()
 	}
 	<-arrived
-	// Wait until every other caller has joined the in-flight GET.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v := c.coalescer.joined.Load()
-		if v == callers-1 {
-			break
+	waitutil.Eventually(t, "every other caller to join the GET in flight", func() error {
+		if v := c.coalescer.joined.Load(); v != callers-1 {
+			return fmt.Errorf("%v joined", v)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %v callers joined", v)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	close(release)
 	wg.Wait()
 	if v, _ := testutil.GetCounterMetricValue(m.Coalesced.WithLabelValues("loadBalancers")); v != callers-1 {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/component-base/metrics/testutil"
+
+	waitutil "github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 // fakeClock runs due callbacks synchronously in step, after releasing its lock, so that when
@@ -200,6 +202,7 @@ func runBurst(t *testing.T, c burstCase) (int, time.Duration) {
 			t.Fatalf("%s: no progress: %d finished, %d waiting, %d sleeping", c.name, finished.Load(), g.Waiting(ClassWrite, "sub"), sleeping.Load())
 		}
 		if int(finished.Load())+g.Waiting(ClassWrite, "sub")+int(sleeping.Load()) < c.requests {
+			// A client is still running: check again shortly (this loop is the condition wait).
 			time.Sleep(20 * time.Microsecond)
 			continue
 		}
@@ -297,13 +300,7 @@ func TestGateCancelWhileHeld(t *testing.T) {
 		_, err := g.Acquire(ctx, ClassWrite, "sub")
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for g.Waiting(ClassWrite, "sub") != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("request not held")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitutil.WaitFor(t, "the request held at the gate", func() bool { return g.Waiting(ClassWrite, "sub") == 1 })
 	if v, _ := testutil.GetGaugeMetricValue(m.GateWaiting.WithLabelValues("write")); v != 1 {
 		t.Errorf("waiting gauge = %v", v)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 func testTopology(uniformCapacity int) *topology.Topology {
@@ -201,7 +202,7 @@ func TestInstancesV2AgainstAzsim(t *testing.T) {
 	for _, m := range byKind {
 		n := nodeFor(m, nil)
 		n.Spec.ProviderID = m.ProviderID
-		waitUntil(t, func() bool { down, err := inst.InstanceShutdown(ctx, n); return err == nil && down }, "shutdown of "+m.NodeName)
+		testutil.WaitFor(t, "shutdown of "+m.NodeName, func() bool { down, err := inst.InstanceShutdown(ctx, n); return err == nil && down })
 	}
 	victim := e.res.Machines[len(e.res.Machines)-1]
 	if err := e.sim.VMAction(ctx, control.VMAction{ID: victim.ResourceID, Action: "delete"}); err != nil {
@@ -209,7 +210,7 @@ func TestInstancesV2AgainstAzsim(t *testing.T) {
 	}
 	gone := nodeFor(victim, nil)
 	gone.Spec.ProviderID = victim.ProviderID
-	waitUntil(t, func() bool { ok, err := inst.InstanceExists(ctx, gone); return err == nil && !ok }, "deletion of "+victim.NodeName)
+	testutil.WaitFor(t, "deletion of "+victim.NodeName, func() bool { ok, err := inst.InstanceExists(ctx, gone); return err == nil && !ok })
 	if _, err := inst.InstanceMetadata(ctx, gone); !errors.Is(err, cloudprovider.InstanceNotFound) {
 		t.Errorf("metadata of deleted VM: %v", err)
 	}
@@ -341,15 +342,4 @@ func keys(m map[string]*cloudprovider.Route) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-func waitUntil(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
@@ -154,11 +155,11 @@ func TestChangeCreatesTableAndBatches(t *testing.T) {
 	}
 	go submit(Op{Node: "n0", CIDR: "10.244.0.0/24", NextHop: "10.0.0.10"})
 	// While the first PUT (the table's creation) is in flight, 10 more changes arrive...
-	waitFor(t, func() bool { store.mu.Lock(); defer store.mu.Unlock(); return store.gets == 1 && w.Pending() == 0 })
+	testutil.WaitFor(t, "the first change's batch to read", func() bool { store.mu.Lock(); defer store.mu.Unlock(); return store.gets == 1 && w.Pending() == 0 })
 	for i := 1; i <= 10; i++ {
 		go submit(Op{Node: fmt.Sprintf("n%d", i), CIDR: fmt.Sprintf("10.244.%d.0/24", i), NextHop: fmt.Sprintf("10.0.0.%d", 10+i)})
 	}
-	waitFor(t, func() bool { return w.Pending() == 10 })
+	testutil.WaitFor(t, "10 changes queued", func() bool { return w.Pending() == 10 })
 	close(store.putGate)
 	for i := 0; i < 11; i++ {
 		if err := <-errs; err != nil {
@@ -205,16 +206,5 @@ func TestChangeRereadsOn412(t *testing.T) {
 	}
 	if store.puts != 2 {
 		t.Fatalf("no-op batch wrote: %d", store.puts)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met before deadline")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

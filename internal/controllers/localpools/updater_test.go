@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 // fakeLB records the endpoint nodes it sees at each sync (through the endpoint lookup the
@@ -91,17 +92,6 @@ func newFixture(t *testing.T, failures int) fixture {
 	return fixture{u: u, lb: lb, slices: sl, synced: synced, mu: mu, rec: rec}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestUpdaterWaitsForSyncThenFlushesFullSet(t *testing.T) {
 	fx := newFixture(t, 0)
 	h := fx.u.SliceHandler()
@@ -124,7 +114,7 @@ func TestUpdaterWaitsForSyncThenFlushesFullSet(t *testing.T) {
 	fx.mu.Lock()
 	*fx.synced = true
 	fx.mu.Unlock()
-	waitFor(t, "first flush", func() bool { c, _ := fx.lb.snapshot(); return c >= 1 })
+	testutil.WaitFor(t, "first flush", func() bool { c, _ := fx.lb.snapshot(); return c >= 1 })
 	_, seen := fx.lb.snapshot()
 	if !reflect.DeepEqual(seen[0], []string{"n1", "n2", "n3"}) {
 		t.Fatalf("first flush saw %v", seen[0])
@@ -132,7 +122,7 @@ func TestUpdaterWaitsForSyncThenFlushesFullSet(t *testing.T) {
 	// Scale down: one slice goes; the next flush writes the full remaining set.
 	_ = fx.slices.Delete(slice("web-2", "web"))
 	h.OnDelete(slice("web-2", "web"))
-	waitFor(t, "second flush", func() bool { c, _ := fx.lb.snapshot(); return c >= 2 })
+	testutil.WaitFor(t, "second flush", func() bool { c, _ := fx.lb.snapshot(); return c >= 2 })
 	_, seen = fx.lb.snapshot()
 	if !reflect.DeepEqual(seen[1], []string{"n1"}) {
 		t.Fatalf("second flush saw %v", seen[1])
@@ -149,7 +139,7 @@ func TestUpdaterRetriesFailedFlush(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go fx.u.Run(ctx)
-	waitFor(t, "a successful flush after two failures", func() bool { _, s := fx.lb.snapshot(); return len(s) == 1 })
+	testutil.WaitFor(t, "a successful flush after two failures", func() bool { _, s := fx.lb.snapshot(); return len(s) == 1 })
 	calls, seen := fx.lb.snapshot()
 	if calls != 3 || !reflect.DeepEqual(seen[0], []string{"n1"}) {
 		t.Fatalf("calls %d, seen %v", calls, seen)

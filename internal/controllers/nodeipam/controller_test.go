@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam/ipam"
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 func node(name, uid string, cidrs ...string) *v1.Node {
@@ -124,12 +125,12 @@ func start(t *testing.T, cluster string, rules *apiServerRules, objs ...runtime.
 // cidrs waits until every named node has pod CIDRs and returns them; it fails on a duplicate.
 func (h *harness) cidrs(names ...string) map[string][]string {
 	h.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		out := map[string][]string{}
+	var out map[string][]string
+	testutil.Eventually(h.t, fmt.Sprintf("pod CIDRs of %v", names), func() error {
+		out = map[string][]string{}
 		list, err := h.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
-			h.t.Fatal(err)
+			return err
 		}
 		owner := map[string]string{}
 		for _, n := range list.Items {
@@ -141,20 +142,14 @@ func (h *harness) cidrs(names ...string) map[string][]string {
 			}
 			out[n.Name] = n.Spec.PodCIDRs
 		}
-		missing := ""
 		for _, name := range names {
 			if len(out[name]) == 0 {
-				missing = name
+				return fmt.Errorf("node %s has no pod CIDR (have %v)", name, out)
 			}
 		}
-		if missing == "" {
-			return out
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("node %s has no pod CIDR (have %v)", missing, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return out
 }
 
 func (h *harness) create(n *v1.Node) {

@@ -26,6 +26,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 const testRG = "rg-cluster"
@@ -67,21 +68,6 @@ func azsim(t *testing.T, ctx context.Context) *updater.Azure {
 	return &updater.Azure{Scope: scope, Network: f, PollFrequency: 20 * time.Millisecond}
 }
 
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestController drives the controller with a fake API server against azsim: a Service and
 // its EndpointSlice become a registration, addresses under the node IP, an ingress IP and a
 // finalizer; a rejected option is an event naming it; deletion releases the finalizer after
@@ -107,7 +93,7 @@ func TestController(t *testing.T) {
 	pf.Start(ctx.Done())
 	go c.Run(ctx, 2)
 
-	eventually(t, "ingress IP and finalizer", func() error {
+	testutil.Eventually(t, "ingress IP and finalizer", func() error {
 		s, err := kube.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -117,7 +103,7 @@ func TestController(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "addresses in the gateway", func() error {
+	testutil.Eventually(t, "addresses in the gateway", func() error {
 		st, err := az.ReadGateway(ctx)
 		if err != nil {
 			return err
@@ -129,7 +115,7 @@ func TestController(t *testing.T) {
 		return nil
 	})
 	var events []string
-	eventually(t, "events", func() error {
+	testutil.Eventually(t, "events", func() error {
 		events = append(events, drain(rec)...)
 		if !containsAll(events, "Warning UnsupportedLoadBalancerOption", admission.AnnotationInternal) || !containsAll(events, "Normal ServiceGatewayReady") {
 			return fmt.Errorf("events: %q", events)
@@ -146,7 +132,7 @@ func TestController(t *testing.T) {
 	if _, err := kube.CoreV1().Services("default").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "finalizer released after the resources are gone", func() error {
+	testutil.Eventually(t, "finalizer released after the resources are gone", func() error {
 		s, err := kube.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err

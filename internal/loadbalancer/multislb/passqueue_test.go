@@ -3,9 +3,11 @@ package multislb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 // Callers that arrive while a pass runs share one pass after it, which sees the newest input;
@@ -116,7 +118,7 @@ func TestPassQueueLeaderContextEnds(t *testing.T) {
 	var leaderErr, joinerErr error
 	wg.Add(2)
 	go func() { defer wg.Done(); leaderErr = q.do(dead, 1, run) }()
-	waitFor(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.queued != nil })
+	testutil.WaitFor(t, "a pass queued", func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.queued != nil })
 	go func() { defer wg.Done(); joinerErr = q.do(context.Background(), 2, run) }()
 	waitQueued(t, &q, 2)
 	cancel()
@@ -133,20 +135,9 @@ func TestPassQueueLeaderContextEnds(t *testing.T) {
 // waitQueued waits until the pass queued next has input in.
 func waitQueued(t *testing.T, q *passQueue[int], in int) {
 	t.Helper()
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, fmt.Sprintf("the queued pass to have input %d", in), func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		return q.queued != nil && q.queued.in == in
 	})
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

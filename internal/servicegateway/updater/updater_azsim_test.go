@@ -24,6 +24,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	dt "github.com/azure-ccm/azure-ccm/internal/servicegateway/difftracker"
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 const testRG = "rg-cluster"
@@ -351,17 +352,12 @@ func TestRunRetriesUntilApplied(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		u.SetInbound("uid-d", spec, map[string]string{"10.244.0.5": "10.240.0.4", "10.244.0.6": "10.240.0.4"})
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, locs := v.gateway()
-		if equalLocs(locs, map[string][]string{"10.240.0.4": {"10.244.0.5=uid-d", "10.244.0.6=uid-d"}}) {
-			break
+	testutil.Eventually(t, "the locations applied after retries", func() error {
+		if _, locs := v.gateway(); !equalLocs(locs, map[string][]string{"10.240.0.4": {"10.244.0.5=uid-d", "10.244.0.6=uid-d"}}) {
+			return fmt.Errorf("locations %v", locs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not applied after retries: %v", locs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func equalLocs(a, b map[string][]string) bool {
@@ -426,13 +422,7 @@ func TestBurstBecomesFewCalls(t *testing.T) {
 		u.SetInbound("uid-f", spec, maps.Clone(members))
 		time.Sleep(10 * time.Millisecond) // the pace of the changes under test, not a wait for a result
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !u.InSync() {
-		if time.Now().After(deadline) {
-			t.Fatal("not in sync")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the updater in sync", u.InSync)
 	// One registration and one or two address calls (a pass may start in a scheduling gap).
 	if n := v.posts() - before; n > 4 {
 		t.Fatalf("50 changes cost %d gateway calls", n)
