@@ -306,6 +306,7 @@ func ensureConcurrently(ctx context.Context, lb *LoadBalancer, n int, spread tim
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
+			// Staggering the starts is the load under test, not a wait for anything.
 			time.Sleep(time.Duration(i) * spread)
 			_, err := lb.EnsureLoadBalancer(ctx, testCluster, svc(i), nodes)
 			errs <- err

@@ -2,9 +2,12 @@ package writer
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 // An action runs in the writer's turn: after the mutations queued before it are written, before
@@ -72,22 +75,12 @@ func openGateAndWait(t *testing.T, s *fakeStore, wg *sync.WaitGroup, errs chan e
 // queued, so mutations queued now join it).
 func waitBatchReading(t *testing.T, w *Writer[model]) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); w.Stats().Gets == 0 || w.Pending() != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first batch never started reading")
-		}
-	}
+	testutil.WaitFor(t, "the first batch to read", func() bool { return w.Stats().Gets > 0 && w.Pending() == 1 })
 }
 
 func waitPending(t *testing.T, w *Writer[model], n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for w.Pending() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("pending %d, want %d", w.Pending(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, fmt.Sprintf("%d mutations queued", n), func() bool { return w.Pending() == n })
 }
 
 // An action queued with DoBetween lets the mutations queued after it join the batch being

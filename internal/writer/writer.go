@@ -523,6 +523,7 @@ func (w *Writer[T]) readShared(ctx context.Context, join bool) (*T, string, bool
 		if !join || c == nil || c.gen != w.gen {
 			break // w.mu stays locked for the read below
 		}
+		c.joined++
 		w.mu.Unlock()
 		select {
 		case <-c.done:
@@ -570,6 +571,9 @@ type readCall[T any] struct {
 	obj  *T
 	etag string
 	err  error
+	// joined counts the readers that wait for this read (under the writer's lock; tests wait
+	// for it).
+	joined int
 }
 
 // ExternalChanges counts how often a read found the resource changed by someone other than

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 type model struct {
@@ -127,17 +129,6 @@ func set(key string, v int) Mutation[model] {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestConcurrentIntentsShareOnePut(t *testing.T) {
 	const n = 20
 	store := &fakeStore{gate: make(chan struct{})}
@@ -152,7 +143,7 @@ func TestConcurrentIntentsShareOnePut(t *testing.T) {
 		}(i)
 	}
 	// Every intent queues while the batch's read is blocked.
-	waitFor(t, "all intents queued", func() bool { return w.Pending() == n })
+	testutil.WaitFor(t, "all intents queued", func() bool { return w.Pending() == n })
 	close(store.gate)
 	wg.Wait()
 	for i, err := range errs {
@@ -183,7 +174,7 @@ func TestMaxBatchOneWritesPerIntent(t *testing.T) {
 			_, errs[i] = w.Submit(context.Background(), set(fmt.Sprint("k", i), i))
 		}(i)
 	}
-	waitFor(t, "all intents queued", func() bool { return w.Pending() == n })
+	testutil.WaitFor(t, "all intents queued", func() bool { return w.Pending() == n })
 	close(store.gate)
 	wg.Wait()
 	for i, err := range errs {
@@ -284,7 +275,7 @@ func TestPerIntentErrors(t *testing.T) {
 			_, errs[i] = w.Submit(context.Background(), m)
 		}()
 	}
-	waitFor(t, "queued", func() bool { return w.Pending() == len(mutations) })
+	testutil.WaitFor(t, "queued", func() bool { return w.Pending() == len(mutations) })
 	close(store.gate)
 	wg.Wait()
 	if errs[0] != nil || errs[4] != nil {
@@ -367,7 +358,7 @@ func TestCancelledIntentIsNotApplied(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := w.Submit(ctx, set("cancelled", 1)); done <- err }()
-	waitFor(t, "queued", func() bool { return w.Pending() == 1 })
+	testutil.WaitFor(t, "queued", func() bool { return w.Pending() == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("want canceled, got %v", err)
@@ -397,7 +388,7 @@ func TestNoLostUpdateUnderConcurrency(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(200 * time.Microsecond):
+			case <-time.After(200 * time.Microsecond): // the pace of the foreign writes, not a wait
 				store.external(fmt.Sprint("ext", i))
 				externalWrites++
 			}
@@ -464,7 +455,7 @@ func TestGatherMergesLateArrivals(t *testing.T) {
 	errs := make(chan error, 2)
 	go func() { _, err := w.Submit(context.Background(), set("a", 1)); errs <- err }()
 	// The second batch has started (and is gathering) while "a" is still pending.
-	waitFor(t, "second batch gathering", func() bool { return w.Stats().Batches == 2 && w.Pending() == 1 })
+	testutil.WaitFor(t, "second batch gathering", func() bool { return w.Stats().Batches == 2 && w.Pending() == 1 })
 	go func() { _, err := w.Submit(context.Background(), set("b", 1)); errs <- err }()
 	for range 2 {
 		if err := <-errs; err != nil {
@@ -495,12 +486,7 @@ func TestSlowReadDoesNotOverwriteNewerCache(t *testing.T) {
 		m, _ := w.Get(context.Background())
 		read <- m
 	}()
-	for { // the slow read has taken its snapshot
-		if _, _, gets := st.snapshot(); gets == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, "the slow read to take its snapshot", func() bool { _, _, gets := st.snapshot(); return gets == 1 })
 	if _, err := w.Submit(context.Background(), set("new", 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +590,7 @@ func TestChildWrites(t *testing.T) {
 					}
 				}()
 			}
-			waitFor(t, "every submission queued", func() bool { return w.Pending() == len(tc.batch) })
+			testutil.WaitFor(t, "every submission queued", func() bool { return w.Pending() == len(tc.batch) })
 			close(s.gate)
 			wg.Wait()
 			for i, err := range errs {
@@ -692,11 +678,7 @@ func TestConcurrentReadersShareOneRead(t *testing.T) {
 	starter, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 11)
 	go func() { _, err := w.Peek(starter); errs <- err }()
-	for deadline := time.Now().Add(5 * time.Second); w.Stats().Gets == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first read never started")
-		}
-	}
+	testutil.WaitFor(t, "the first read to start", func() bool { return w.Stats().Gets > 0 })
 	got := make(chan *model, 10)
 	for range 10 {
 		go func() {
@@ -705,7 +687,11 @@ func TestConcurrentReadersShareOneRead(t *testing.T) {
 			got <- m
 		}()
 	}
-	time.Sleep(20 * time.Millisecond) // let the ten join the read in flight
+	testutil.WaitFor(t, "the ten to join the read in flight", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.reading != nil && w.reading.joined == 10
+	})
 	if n := w.Stats().Gets; n != 1 {
 		t.Fatalf("%d reads started, want 1 shared", n)
 	}

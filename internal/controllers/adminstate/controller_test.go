@@ -31,6 +31,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
 
@@ -180,8 +181,8 @@ func newTestEnvFull(t *testing.T, n int, o Options, edit func(*config.Config), e
 	if eventsFirst != nil {
 		eventsFactory.Start(ctx.Done())
 		eventsFactory.WaitForCacheSync(ctx.Done())
-		// Let the handlers see the listed events while no node is known yet.
-		time.Sleep(200 * time.Millisecond)
+		// The handlers have queued the listed events while no node is known yet.
+		testutil.WaitFor(t, "the listed events queued", func() bool { return c.queue.Len() == len(eventsFirst) })
 	}
 	factory.Start(ctx.Done())
 	go c.Run(ctx)
@@ -228,32 +229,23 @@ func (e *testEnv) waitStates(down ...int) {
 		}
 	}
 	ctx := ctxT(e.t)
-	var last map[string]map[string]string
-	for {
+	testutil.Eventually(e.t, fmt.Sprintf("the admin states (down: nodes %v)", down), func() error {
 		st, err := e.states(ctx)
-		if err == nil {
-			ok := true
-			for _, m := range st {
-				if len(m) != len(e.nodes) && !e.placedNodes {
-					ok = false
-				}
-				for ip, s := range m {
-					if isDown[ip] != (s == "Down") {
-						ok = false
-					}
+		if err != nil {
+			return err
+		}
+		for _, m := range st {
+			if len(m) != len(e.nodes) && !e.placedNodes {
+				return fmt.Errorf("pools hold %v", st)
+			}
+			for ip, s := range m {
+				if isDown[ip] != (s == "Down") {
+					return fmt.Errorf("pools hold %v", st)
 				}
 			}
-			if ok {
-				return
-			}
-			last = st
 		}
-		select {
-		case <-ctx.Done():
-			e.t.Fatalf("admin states not reached (down %v): %v", down, last)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 func (e *testEnv) setTaint(i int, taints ...v1.Taint) {
@@ -276,18 +268,6 @@ func (e *testEnv) poolWrites() int64 {
 		e.t.Fatal(err)
 	}
 	return st.Writes("backendAddressPools")
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx := ctxT(t)
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 var outOfService = v1.Taint{Key: planner.TaintOutOfService, Effect: v1.TaintEffectNoExecute}
@@ -368,7 +348,7 @@ func TestARMFailureRetried(t *testing.T) {
 		t.Fatalf("fault hits: %+v %v", faults, err)
 	}
 	sawFailed := false
-	waitFor(t, "AdminStateFailed event", func() bool {
+	testutil.WaitFor(t, "AdminStateFailed event", func() bool {
 		for len(e.recorder.Events) > 0 {
 			ev := <-e.recorder.Events
 			sawFailed = sawFailed || contains(ev, ReasonFailed)
@@ -408,7 +388,7 @@ func TestPreemptScheduledTaintsOnce(t *testing.T) {
 	if _, err := e.kube.CoreV1().Events("default").Create(ctx, preemptEvent("e4", e.nodes[0], time.Now().Add(-time.Hour)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "events processed", func() bool {
+	testutil.WaitFor(t, "events processed", func() bool {
 		return testutilValue(preemptEvents, "duplicate") >= 1 && testutilValue(preemptEvents, "unknown_node") >= 1 && testutilValue(preemptEvents, "stale") >= 1
 	})
 	e.mu.Lock()
@@ -452,7 +432,7 @@ func TestDeletedAndReplacedNode(t *testing.T) {
 	if err := e.kube.CoreV1().Nodes().Delete(ctx, "node-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "deletion seen", func() bool {
+	testutil.WaitFor(t, "deletion seen", func() bool {
 		e.ctrl.mu.Lock()
 		defer e.ctrl.mu.Unlock()
 		_, ok := e.ctrl.states["uid-1"]
@@ -465,7 +445,7 @@ func TestDeletedAndReplacedNode(t *testing.T) {
 	if _, err := e.kube.CoreV1().Nodes().Create(ctx, repl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "replacement seen", func() bool {
+	testutil.WaitFor(t, "replacement seen", func() bool {
 		e.ctrl.mu.Lock()
 		defer e.ctrl.mu.Unlock()
 		st, ok := e.ctrl.states["uid-1-replacement"]
@@ -555,8 +535,8 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 			t.Logf("lb2 pool: %v; cluster pools: %v", last, st)
 		}
 	})
-	waitFor(t, "node-1 Down on lb2", func() bool { last = lb2(); return last["10.240.0.11"] == "Down" && last["10.240.0.10"] == "" })
+	testutil.WaitFor(t, "node-1 Down on lb2", func() bool { last = lb2(); return last["10.240.0.11"] == "Down" && last["10.240.0.10"] == "" })
 	e.setTaint(1)
 	e.waitStates()
-	waitFor(t, "node-1 None on lb2", func() bool { return lb2()["10.240.0.11"] == "None" })
+	testutil.WaitFor(t, "node-1 None on lb2", func() bool { return lb2()["10.240.0.11"] == "None" })
 }

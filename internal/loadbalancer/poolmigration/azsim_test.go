@@ -233,7 +233,7 @@ func (e *estate) sample(t *testing.T) (stop func() []string) {
 			select {
 			case <-done:
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(20 * time.Millisecond): // the sampling pace
 			}
 		}
 	}()
