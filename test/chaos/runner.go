@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,10 +115,13 @@ type run struct {
 	rng  *rand.Rand
 	args []string
 
-	next     int
-	ops      map[string]int
-	restarts int
-	userPIP  bool // a service currently names the user's public IP
+	next int
+	ops  map[string]int
+	// attempts counts the restarts begun, restarts those that replaced the CCM; restartErrs
+	// says why the others did not.
+	attempts, restarts int
+	restartErrs        []string
+	userPIP            bool // a service currently names the user's public IP
 }
 
 // Run executes one chaos run and fails t if an invariant does not hold in the end.
@@ -162,18 +166,33 @@ func Run(t *testing.T, o Options) {
 	go r.observe(obsCtx, user.nsgID, 250*time.Millisecond)
 	faultIDs := r.injectFaults(ctx)
 	began := time.Now()
-	nextRestart := began.Add(o.RestartEvery)
+	// Restart k is due k·RestartEvery after the start, for every such moment within the run.
+	planned, next := plannedRestarts(o), 1
 	for time.Since(began) < o.Duration {
 		r.step(ctx)
-		if o.RestartEvery > 0 && time.Now().After(nextRestart) {
+		for ; next <= planned && time.Since(began) >= time.Duration(next)*o.RestartEvery; next++ {
 			r.restart()
-			nextRestart = time.Now().Add(o.RestartEvery)
 		}
+		// The pace of the steps, not a wait for anything.
 		time.Sleep(time.Duration(100+r.rng.IntN(600)) * time.Millisecond)
+	}
+	// A restart that fell due during the last pause.
+	for ; next <= planned; next++ {
+		r.restart()
 	}
 	hits := r.faultHits(ctx, faultIDs)
 	if err := e.Azsim.ClearFaults(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The run exercised what it was asked to: every fault kind hit requests, and every
+	// scheduled restart replaced the CCM.
+	for _, kind := range faultKinds(o) {
+		if hits[kind] == 0 {
+			t.Errorf("chaos: the %s fault was injected for the whole run but hit no request (hits %s)", kind, formatCounts(hits))
+		}
+	}
+	if r.restarts != planned {
+		t.Errorf("chaos: %d CCM restarts scheduled, %d happened: %v", planned, r.restarts, r.restartErrs)
 	}
 	// A CCM that a restart left dead would make the check below wait for nothing.
 	if p := e.CCM(); p != nil {
@@ -193,40 +212,75 @@ func Run(t *testing.T, o Options) {
 		time.Since(converge).Round(time.Second), formatCounts(r.ops), r.restarts, formatCounts(hits), summarizeStats(stats), driftRepairs(ctx, r))
 }
 
-// injectFaults adds one rule per fault kind, each with a quarter of the fault rate.
-func (r *run) injectFaults(ctx context.Context) map[string]string {
-	ids := map[string]string{}
-	if r.o.FaultRate <= 0 {
-		return ids
+// faultRules are the run's fault rules by fault kind (none when the fault rate is 0): a rule
+// with a quarter of the fault rate, and one that hits the first request the kind applies to,
+// so that every kind is exercised however few requests a short run makes.
+func faultRules(o Options) map[string][]client.Fault {
+	if o.FaultRate <= 0 {
+		return nil
 	}
-	q := r.o.FaultRate / 4
-	rules := map[string]client.Fault{
-		"429":        {Kind: middleware.FaultThrottle, Rate: q, RetryAfterSeconds: 1},
-		"412":        {Kind: middleware.FaultPrecondition, Class: middleware.Write, Rate: q},
-		"500":        {Kind: middleware.FaultError, Status: 500, Code: "InternalServerError", Message: "chaos", Rate: q},
-		"failed LRO": {Kind: middleware.FaultLROFailed, Class: middleware.Write, Rate: q},
+	q := o.FaultRate / 4
+	kinds := map[string]client.Fault{
+		"429":        {Kind: middleware.FaultThrottle, RetryAfterSeconds: 1},
+		"412":        {Kind: middleware.FaultPrecondition, Class: middleware.Write},
+		"500":        {Kind: middleware.FaultError, Status: 500, Code: "InternalServerError", Message: "chaos"},
+		"failed LRO": {Kind: middleware.FaultLROFailed, Class: middleware.Write},
 	}
-	for name, f := range rules {
-		added, err := r.e.Azsim.AddFault(ctx, f)
-		if err != nil {
-			r.t.Fatalf("add fault %s: %v", name, err)
+	out := map[string][]client.Fault{}
+	for name, f := range kinds {
+		first, rate := f, f
+		first.Count, rate.Rate = 1, q
+		out[name] = []client.Fault{first, rate}
+	}
+	return out
+}
+
+// faultKinds names the fault kinds a run with o injects, sorted.
+func faultKinds(o Options) []string {
+	var out []string
+	for name := range faultRules(o) {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// plannedRestarts is the number of CCM restarts a run with o makes: one every RestartEvery
+// within Duration.
+func plannedRestarts(o Options) int {
+	if o.RestartEvery <= 0 {
+		return 0
+	}
+	return int((o.Duration - 1) / o.RestartEvery)
+}
+
+// injectFaults adds the fault rules and returns their IDs by fault kind.
+func (r *run) injectFaults(ctx context.Context) map[string][]string {
+	ids := map[string][]string{}
+	for name, rules := range faultRules(r.o) {
+		for _, f := range rules {
+			added, err := r.e.Azsim.AddFault(ctx, f)
+			if err != nil {
+				r.t.Fatalf("add fault %s: %v", name, err)
+			}
+			ids[name] = append(ids[name], added.ID)
 		}
-		ids[name] = added.ID
 	}
 	return ids
 }
 
-func (r *run) faultHits(ctx context.Context, ids map[string]string) map[string]int {
+// faultHits sums the hits of each fault kind's rules.
+func (r *run) faultHits(ctx context.Context, ids map[string][]string) map[string]int {
 	out := map[string]int{}
 	faults, err := r.e.Azsim.Faults(ctx)
 	if err != nil {
 		r.t.Logf("chaos: faults: %v", err)
 		return out
 	}
-	for name, id := range ids {
+	for name, kindIDs := range ids {
 		for _, f := range faults {
-			if f.ID == id {
-				out[name] = f.Hits
+			if slices.Contains(kindIDs, f.ID) {
+				out[name] += f.Hits
 			}
 		}
 	}
@@ -415,23 +469,50 @@ func (r *run) toggleNode(ctx context.Context) {
 	r.journal("%s %s", op, m.NodeName)
 }
 
-// restart stops the CCM gracefully or kills it, alternately, and starts it again.
+// restart stops the CCM gracefully or kills it, alternately, and starts it again. It counts
+// the restart once the old process has exited and a new one answers on the CCM's port, and
+// records why otherwise.
 func (r *run) restart() {
-	r.restarts++
-	if r.restarts%2 == 0 {
-		if p := r.e.CCM(); p != nil {
-			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
-			<-p.Done()
-		}
-		_ = r.e.StopCCM() // reports the kill as an unexpected exit
-		r.e.StartCCM(r.args...)
-		r.ops["ccm killed"]++
-		r.journal("ccm killed and started")
+	r.attempts++
+	old := r.e.CCM()
+	if old == nil {
+		r.restartErrs = append(r.restartErrs, fmt.Sprintf("restart %d: no CCM running", r.attempts))
 		return
 	}
-	r.e.RestartCCM()
-	r.ops["ccm restarted"]++
-	r.journal("ccm restarted")
+	what := "restarted"
+	if r.attempts%2 == 0 {
+		_ = syscall.Kill(-old.PID(), syscall.SIGKILL)
+		<-old.Done()
+		_ = r.e.StopCCM() // reports the kill as an unexpected exit
+		r.e.StartCCM(r.args...)
+		what = "killed and started"
+	} else {
+		r.e.RestartCCM()
+	}
+	r.ops["ccm "+what]++
+	r.journal("ccm %s", what)
+	if err := r.checkRestarted(old); err != nil {
+		r.restartErrs = append(r.restartErrs, fmt.Sprintf("restart %d (%s): %v", r.attempts, what, err))
+		return
+	}
+	r.restarts++
+}
+
+// checkRestarted holds when the CCM process old has exited and another one serves.
+func (r *run) checkRestarted(old *framework.Process) error {
+	select {
+	case <-old.Done():
+	default:
+		return fmt.Errorf("the old CCM (pid %d) still runs", old.PID())
+	}
+	cur := r.e.CCM()
+	if cur == nil || cur.PID() == old.PID() {
+		return fmt.Errorf("no new CCM process (old pid %d)", old.PID())
+	}
+	return r.e.Eventually(func(ctx context.Context) (bool, error) {
+		_, err := r.e.CCMMetrics(ctx)
+		return err == nil, err
+	}, time.Minute)
 }
 
 // journal records an operation in the environment's log dir (kept with the artifacts of a
