@@ -391,12 +391,27 @@ func summarizeReads(s client.Stats) string {
 	return strings.Join(parts, " ")
 }
 
+// racedRepairs is how many services of TestDriftAuditNeverResurrects are deleted while the
+// audit's repair of their drift is writing, whatever the seed does with the others.
+const racedRepairs = 2
+
+// raceLRO is how long azsim keeps a load balancer write's operation running while
+// TestDriftAuditNeverResurrects races repairs with deletions: the window in which the test sees
+// a repair writing and deletes its service.
+const raceLRO = 4 * time.Second
+
 // TestDriftAuditNeverResurrects: while ARM is slow (2 s per write) and audits run every few
 // seconds, 20 services each lose a rule to a third party and are deleted at a different moment
 // of the audit cycle (before, during and after the repair of their drift). When they are gone
-// nothing of any of them is left: no frontend, rule, probe, public IP or NSG rule. The schedule
-// comes from DRIFT_RESURRECT_SEED (default 21; "random" seeds from the clock, logged so a failing
-// schedule can be replayed), so `-count=N` with "random" tries N schedules.
+// nothing of any of them is left: no frontend, rule, probe, public IP or NSG rule.
+//
+// The first racedRepairs services are deleted while the audit's repair of their drift is
+// writing (their rule back on the load balancer, that write's operation still running), so
+// every run races repairs with deletions; the deletion waits for the repair and removes what it
+// wrote. The test fails unless each of those repairs happened (a DriftRepaired event). The
+// schedule of the others comes from DRIFT_RESURRECT_SEED (default 21; "random" seeds from the
+// clock, logged so a failing schedule can be replayed), so `-count=N` with "random" tries N
+// schedules.
 func TestDriftAuditNeverResurrects(t *testing.T) {
 	seed := uint64(21)
 	switch v := os.Getenv("DRIFT_RESURRECT_SEED"); v {
@@ -411,9 +426,8 @@ func TestDriftAuditNeverResurrects(t *testing.T) {
 	}
 	t.Logf("schedule seed %d (DRIFT_RESURRECT_SEED=%d replays it)", seed, seed)
 	l := driftStart(t)
-	ctx := lbCtx(t)
 	svcs := l.createServices("gone", driftServices)
-	l.waitPasses(1)
+	ctx := lbCtx(t)
 	if err := l.Azsim.SetLatency(ctx, client.LatencyModel{Rules: []client.LatencyRule{
 		{Class: middleware.Write, Delay: middleware.Duration(2 * time.Second)},
 		{Class: middleware.Delete, Delay: middleware.Duration(2 * time.Second)},
@@ -423,13 +437,55 @@ func TestDriftAuditNeverResurrects(t *testing.T) {
 	repaired0 := l.mustDriftMetric("azure_ccm_drift_audit_services_total", `result="repaired"`)
 	skipped0 := l.mustDriftMetric("azure_ccm_drift_audit_services_total", `result="skipped"`)
 	lbID := l.lbID(lbCluster)
+	ruleOf := func(i int) string { return azurenames.ServiceLBName(svcs[i].UID) + fmt.Sprintf("-TCP-%d", 8000+i) }
+
+	// Repairs raced on purpose, one service at a time: nothing else writes the load balancer
+	// meanwhile, so the write that brings the deleted rule back is the audit's repair.
+	slow, err := l.Azsim.AddFault(ctx, client.Fault{Kind: middleware.FaultSlowLRO, Class: middleware.Write, ResourceType: "loadBalancers",
+		LRODuration: middleware.Duration(raceLRO)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range svcs[:racedRepairs] {
+		ctx := lbCtx(t)
+		if _, err := l.Azsim.Drift(ctx, drift.Request{Kind: drift.DeleteRule, Resource: lbID, Name: ruleOf(i)}); err != nil {
+			t.Fatal(err)
+		}
+		l.waitFor("the audit's repair of "+s.Name+" writing", func(ctx context.Context) (bool, error) {
+			lb, err := l.net.NewLoadBalancersClient().Get(ctx, l.rg, lbCluster, nil)
+			if err != nil {
+				return false, err
+			}
+			_, back := view(&lb.LoadBalancer, azurenames.ServiceLBName(s.UID)).Rules[ruleOf(i)]
+			state := ""
+			if lb.Properties.ProvisioningState != nil {
+				state = string(*lb.Properties.ProvisioningState)
+			}
+			return back && state == "Updating", fmt.Errorf("rule back: %v, load balancer %s", back, state)
+		}, 2*driftPeriod+lbWait)
+		if err := l.Kube.CoreV1().Services(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		l.waitFor(s.Name+" gone from the API server", func(ctx context.Context) (bool, error) {
+			_, err := l.Kube.CoreV1().Services(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), err
+		}, lbWait)
+	}
+	if err := l.Azsim.RemoveFault(ctx, slow.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	rng := rand.New(rand.NewPCG(seed, seed))
+	ctx = lbCtx(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(svcs))
 	for i, s := range svcs {
+		if i < racedRepairs {
+			continue
+		}
 		// Edits spread over two audit periods; each deletion follows its edit after a delay of
 		// up to two periods, so deletions land before, during and after repairs.
-		start := time.Duration(i) * 2 * driftPeriod / driftServices
+		start := time.Duration(i-racedRepairs) * 2 * driftPeriod / driftServices
 		wait := time.Duration(rng.Int64N(int64(2 * driftPeriod)))
 		wg.Add(1)
 		go func() {
@@ -437,8 +493,7 @@ func TestDriftAuditNeverResurrects(t *testing.T) {
 			// The schedule itself is what the test varies: these sleeps place the edit and the
 			// deletion in the audit cycle, they do not wait for anything.
 			time.Sleep(start)
-			rule := azurenames.ServiceLBName(s.UID) + fmt.Sprintf("-TCP-%d", 8000+i)
-			if _, err := l.Azsim.Drift(ctx, drift.Request{Kind: drift.DeleteRule, Resource: lbID, Name: rule}); err != nil {
+			if _, err := l.Azsim.Drift(ctx, drift.Request{Kind: drift.DeleteRule, Resource: lbID, Name: ruleOf(i)}); err != nil {
 				errs <- fmt.Errorf("%s: %w", s.Name, err)
 				return
 			}
@@ -489,7 +544,19 @@ func TestDriftAuditNeverResurrects(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("resurrected or left behind:\n%s", strings.Join(left, "\n"))
 	}
+	// The raced repairs happened: each service deleted while its repair was writing got its
+	// DriftRepaired event (the repair ran on the service as it was before the deletion).
+	for _, s := range svcs[:racedRepairs] {
+		evs, err := l.Kube.CoreV1().Events(s.Namespace).List(lbCtx(t), metav1.ListOptions{FieldSelector: "involvedObject.name=" + s.Name + ",reason=DriftRepaired"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs.Items) == 0 {
+			t.Errorf("%s was deleted while a write brought its rule back, but no repair of it was reported (no DriftRepaired event)", s.Name)
+		}
+	}
 	repaired := l.mustDriftMetric("azure_ccm_drift_audit_services_total", `result="repaired"`) - repaired0
 	skipped := l.mustDriftMetric("azure_ccm_drift_audit_services_total", `result="skipped"`) - skipped0
-	t.Logf("audits meanwhile: %.0f services repaired before their deletion, %.0f drifted services skipped (deleted or being deleted)", repaired, skipped)
+	t.Logf("audits meanwhile: %.0f services repaired before their deletion (%d of them while it was requested), %.0f drifted services skipped (deleted or being deleted)",
+		repaired, racedRepairs, skipped)
 }
