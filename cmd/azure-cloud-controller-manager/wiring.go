@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
@@ -25,6 +26,7 @@ import (
 	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
 	"github.com/azure-ccm/azure-ccm/internal/disks"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/pipgroups"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 	"github.com/azure-ccm/azure-ccm/internal/reload"
@@ -171,6 +173,14 @@ func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.L
 	o := loadbalancer.BuildOptions{Config: d.Config, Writers: d.Writers, PublicIPs: d.Clients.Caches.NetworkPublicIPs,
 		PrivateLinks: d.Clients.Caches.PrivateLinkServices, Kube: d.Kube, Zones: d.Zones, Recorder: d.Recorder, Nodes: d.Nodes,
 		Caches: d.Clients.Caches}
+	if d.Kube != nil {
+		// Next to the leader election lease: the namespace the CCM is deployed in.
+		ns := w.cfg.ComponentConfig.Generic.LeaderElection.ResourceNamespace
+		if ns == "" {
+			ns = metav1.NamespaceSystem
+		}
+		o.PIPGroups = pipgroups.NewConfigMap(d.Kube, ns)
+	}
 	if f := d.Informers; f != nil {
 		o.Services = f.Core().V1().Services().Lister()
 		// Namespace labels only matter to serviceNamespaceSelector: no namespace informer

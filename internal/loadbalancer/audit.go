@@ -7,13 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 )
@@ -47,6 +49,8 @@ func NewAuditor(o BuildOptions, lb *LoadBalancer, n int) (*Auditor, error) {
 		rec := dryrun.NewRecorder()
 		to := o
 		to.DryRun, to.Recorder = rec, dryrun.Discard{}
+		// The twins look in the groups the real implementation recorded, this process's too.
+		to.PIPGroups = lb.opts.PIPGroups
 		parts, err := Build(to)
 		if err != nil {
 			return nil, fmt.Errorf("loadbalancer: building the audit's dry-run implementation: %w", err)
@@ -173,27 +177,104 @@ func (a *Auditor) Refresh(ctx context.Context, clusterName string, svcs []*v1.Se
 			parts = append(parts, fmt.Sprintf("nsg: %d", w.ExternalChanges()))
 		}
 	}
-	rgs := map[string]bool{strings.ToLower(l.cfg.ResourceGroup): true}
-	for _, svc := range svcs {
-		rgs[strings.ToLower(plan.PublicIPResourceGroup(l.cfg, plan.Lenient(svc)))] = true
-	}
-	names := make([]string, 0, len(rgs))
-	for rg := range rgs {
-		names = append(names, rg)
-	}
-	sort.Strings(names)
-	for _, rg := range names {
-		if _, err := l.refreshPIPs(ctx, rg); err != nil {
+	for _, rg := range a.groups(ctx, svcs) {
+		if _, err := l.refreshPIPs(ctx, rg); err != nil && !arm.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("public IPs of %s: %w", rg, err))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("public IPs %s: %d", rg, l.opts.PublicIPs.ExternalChanges(rg)))
+		parts = append(parts, fmt.Sprintf("public IPs %s: %d", strings.ToLower(rg), l.opts.PublicIPs.ExternalChanges(rg)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
 	parts = append(parts, "pool members: "+hex.EncodeToString(refs.Sum(nil))[:16])
 	return strings.Join(parts, ", "), nil
+}
+
+// groups are the resource groups where public IPs of the cluster may be: the base groups, the
+// recorded ones and those the services name.
+func (a *Auditor) groups(ctx context.Context, svcs []*v1.Service) []string {
+	l := a.lb
+	named := make([]string, 0, len(svcs))
+	for _, svc := range svcs {
+		named = append(named, plan.PublicIPResourceGroup(l.cfg, plan.Lenient(svc)))
+	}
+	return plan.PublicIPGroups(l.cfg, l.opts.PIPGroups.Groups(ctx), named...)
+}
+
+// Gone reports whether the service of a k8s-azure-service entry (namespace/name) is gone for
+// good: no public IP is used for it any more.
+type Gone func(ctx context.Context, key string) (bool, error)
+
+// SweepResult is what a sweep released.
+type SweepResult struct {
+	// Unbound public IPs lost gone services from their service tag and stay (other services
+	// use them, or they are still attached); Deleted ones were deleted.
+	Unbound, Deleted int
+	// Names are the public IPs changed, "<resource group>/<name>".
+	Names []string
+}
+
+// SweepPublicIPs releases the public IPs owned by the cluster (its name tag and a service tag)
+// that no service uses any more, in every group where the cluster's public IPs may be: the
+// gone services (gone asks, once per entry) leave their service tags, and a public IP left
+// without a service and attached to nothing is deleted. This catches what the service paths
+// could not release (a deletion that could not list a group, public IPs left by earlier
+// versions). svcs are the services the audit serves (their groups are looked in); the lists
+// are those Refresh read.
+func (a *Auditor) SweepPublicIPs(ctx context.Context, clusterName string, svcs []*v1.Service, gone Gone) (SweepResult, error) {
+	l := a.lb
+	c := l.cluster(clusterName)
+	listed, skipped, err := l.listGroups(ctx, a.groups(ctx, svcs), "")
+	if err != nil {
+		return SweepResult{}, err
+	}
+	var res SweepResult
+	errs := []error{skipped}
+	decided := map[string]bool{}
+	for _, cand := range plan.SweepCandidates(c, listed) {
+		goneKeys := map[string]bool{}
+		for _, key := range plan.PIPServices(cand.PIP) {
+			g, seen := decided[key]
+			if !seen {
+				if g, err = gone(ctx, key); err != nil {
+					errs = append(errs, fmt.Errorf("service %s of public IP %s/%s: %w", key, cand.RG, str(cand.PIP.Name), err))
+					continue
+				}
+				decided[key] = g
+			}
+			if g {
+				goneKeys[key] = true
+			}
+		}
+		if !plan.SweepDue(c, cand.PIP, goneKeys) {
+			continue // in use, or attached with no service left
+		}
+		name := str(cand.PIP.Name)
+		w := l.pipWriter(cand.RG, name)
+		// The list may be a few seconds old: read the public IP again and decide on that.
+		w.Invalidate()
+		written := l.pipWriting(cand.RG, name)
+		stored, err := w.Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
+			return plan.SweepPIP(c, cur, goneKeys), nil
+		})
+		written(stored, err)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("releasing public IP %s/%s: %w", cand.RG, name, err))
+			continue
+		}
+		if stored == nil {
+			res.Deleted++
+		} else if len(plan.PIPServices(stored)) < len(plan.PIPServices(cand.PIP)) {
+			res.Unbound++
+		} else {
+			continue
+		}
+		res.Names = append(res.Names, cand.RG+"/"+name)
+		klog.InfoS("Released a public IP no service uses", "publicIP", cand.RG+"/"+name, "deleted", stored == nil,
+			"goneServices", slices.Sorted(maps.Keys(goneKeys)))
+	}
+	return res, errors.Join(errs...)
 }
 
 // writeBackReferences adds the NIC-based members of the load balancer's pools to a fingerprint.

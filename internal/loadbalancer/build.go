@@ -12,6 +12,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/pipgroups"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
 	"github.com/azure-ccm/azure-ccm/internal/writers"
 )
@@ -48,6 +49,9 @@ type BuildOptions struct {
 	// EndpointNodes names the nodes of a Local service's ready endpoints (several load
 	// balancers only).
 	EndpointNodes multislb.EndpointNodesFunc
+	// PIPGroups records the resource groups public IPs were written in (optional: without it,
+	// those of this process only). A dry run reads it and records nothing.
+	PIPGroups pipgroups.Record
 	// DryRun, when set, builds an implementation that writes nothing: Writers, PublicIPs and PrivateLinks
 	// are read through the recorder, which records every write (the drift audit's detector and
 	// the plan command).
@@ -60,9 +64,12 @@ func Build(o BuildOptions) (*Parts, error) {
 	if o.DryRun != nil {
 		o.Writers, o.PublicIPs, o.PrivateLinks = dryrun.NewSet(o.Writers, o.DryRun), o.DryRun.PublicIPs(o.PublicIPs), o.DryRun.PrivateLinks(o.PrivateLinks)
 		o.Kube = nil
+		if o.PIPGroups != nil {
+			o.PIPGroups = pipgroups.ReadOnly{R: o.PIPGroups}
+		}
 	}
 	lo := Options{Config: o.Config, Writers: o.Writers, PublicIPs: o.PublicIPs, PrivateLinks: o.PrivateLinks, Kube: o.Kube,
-		Zones: o.Zones, Recorder: o.Recorder, Services: o.Services, DryRun: o.DryRun != nil}
+		Zones: o.Zones, Recorder: o.Recorder, Services: o.Services, PIPGroups: o.PIPGroups, DryRun: o.DryRun != nil}
 	parts := &Parts{Writers: o.Writers}
 	if len(o.Config.MultipleStandardLoadBalancerConfigurations) > 0 {
 		// Several load balancers need IP-based pools (the configuration is validated so).

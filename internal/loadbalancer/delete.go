@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -32,12 +31,13 @@ func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, sv
 	c := l.cluster(clusterName)
 	s := plan.Lenient(svc)
 	svcName := s.LBName()
-	pipRG := plan.PublicIPResourceGroup(l.cfg, s)
-	existing, err := l.listPIPs(ctx, pipRG)
+	// Every group where the service's public IPs may be, not only the one its annotation
+	// names now: the annotation may have changed since a public IP was made for it.
+	listed, err := l.listServiceGroups(ctx, s, plan.PublicIPResourceGroup(l.cfg, s))
 	if err != nil {
 		return err
 	}
-	pipAddrs := plan.PublicIPAddresses(existing)
+	pipAddrs := plan.PublicIPAddresses(allPIPs(listed))
 	var ips []netip.Addr
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{false, true} {
@@ -60,15 +60,13 @@ func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, sv
 			}
 		}
 	}
-	for _, p := range existing {
-		if plan.IsManagedPIP(c, p) && slices.Contains(plan.PIPServices(p), s.Key()) {
-			// Detaching the frontend gave the public IP a new ETag: read it again rather than
-			// send a DELETE that fails with 412 (a burst of deletions sent almost two deletes
-			// per public IP).
-			l.pipWriter(pipRG, str(p.Name)).Invalidate()
-			if err := l.releasePIP(ctx, c, s, pipRG, p); err != nil {
-				return err
-			}
+	for _, p := range plan.BoundPIPs(c, s.Key(), listed) {
+		// Detaching the frontend gave the public IP a new ETag: read it again rather than
+		// send a DELETE that fails with 412 (a burst of deletions sent almost two deletes
+		// per public IP).
+		l.pipWriter(p.RG, str(p.PIP.Name)).Invalidate()
+		if err := l.releasePIP(ctx, c, s, p.RG, p.PIP); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -79,17 +77,12 @@ func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, sv
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	c := l.cluster(clusterName)
 	s := plan.Lenient(svc)
-	existing, err := l.listPIPs(ctx, plan.PublicIPResourceGroup(l.cfg, s))
+	listed, err := l.listServiceGroups(ctx, s, plan.PublicIPResourceGroup(l.cfg, s))
 	if err != nil {
 		return nil, false, err
 	}
-	pipAddrs := plan.PublicIPAddresses(existing)
-	owned := false
-	for _, p := range existing {
-		if plan.IsManagedPIP(c, p) && slices.Contains(plan.PIPServices(p), s.Key()) {
-			owned = true
-		}
-	}
+	pipAddrs := plan.PublicIPAddresses(allPIPs(listed))
+	owned := len(plan.BoundPIPs(c, s.Key(), listed)) > 0
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{s.Opts.Internal, !s.Opts.Internal} {
 			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
@@ -108,17 +101,16 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, 
 }
 
 // releasePIP unbinds the service from a public IP it no longer uses, deleting the public IP
-// when the service created it and nobody else uses it.
+// when it is managed (by its tags) and no other service uses it.
 func (l *LoadBalancer) releasePIP(ctx context.Context, c *plan.Cluster, s *plan.Service, rg string, p *armnetwork.PublicIPAddress) error {
-	deletable := !plan.UserChosen(s, p)
 	key := s.Key()
 	written := l.pipWriting(rg, str(p.Name))
 	stored, err := l.pipWriter(rg, str(p.Name)).Submit(ctx, func(cur *armnetwork.PublicIPAddress) (*armnetwork.PublicIPAddress, error) {
-		return plan.UnbindPIP(c, cur, key, deletable)
+		return plan.UnbindPIP(c, cur, key)
 	})
 	written(stored, err)
 	if err != nil {
-		return fmt.Errorf("releasing public IP %s: %w", str(p.Name), err)
+		return fmt.Errorf("releasing public IP %s/%s: %w", rg, str(p.Name), err)
 	}
 	return nil
 }

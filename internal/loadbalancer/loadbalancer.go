@@ -24,6 +24,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/pipgroups"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 	"github.com/azure-ccm/azure-ccm/internal/writers"
@@ -58,6 +59,9 @@ type Options struct {
 	Backends backends.Backends
 	// Multi places services and nodes on several load balancers; nil with one load balancer.
 	Multi *multislb.Placer
+	// PIPGroups records the resource groups public IPs were written in, so they are found
+	// there once no service names the group (nil: a record of this process only).
+	PIPGroups pipgroups.Record
 	// DryRun says that Writers record instead of writing (package dryrun): the implementation
 	// then counts nothing in the metrics of real writes.
 	DryRun bool
@@ -84,6 +88,9 @@ func New(o Options) (*LoadBalancer, error) {
 		return nil, errors.New("loadbalancer: Config, Writers, PublicIPs and PrivateLinks are required")
 	}
 	registerMetrics()
+	if o.PIPGroups == nil {
+		o.PIPGroups = &pipgroups.Memory{}
+	}
 	return &LoadBalancer{cfg: o.Config, opts: o, lbs: o.Writers.LoadBalancers, nsgs: o.Writers.SecurityGroups,
 		pips: o.Writers.PublicIPs, multi: o.Multi, locks: newServiceLocks()}, nil
 }

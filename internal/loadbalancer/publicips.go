@@ -2,9 +2,14 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 )
 
 // The public IP list cache is kept current by the writes made here, so a burst of services
@@ -64,4 +69,58 @@ func pipETag(p *armnetwork.PublicIPAddress) string {
 		return ""
 	}
 	return str(p.Etag)
+}
+
+// pipGroups are the resource groups where public IPs of the service may be: the base groups,
+// the recorded ones and the service's own (plan.PublicIPGroups).
+func (l *LoadBalancer) pipGroups(ctx context.Context, s *plan.Service) []string {
+	return plan.PublicIPGroups(l.cfg, l.opts.PIPGroups.Groups(ctx), plan.PublicIPResourceGroup(l.cfg, s))
+}
+
+// listGroups lists the public IPs of every group (from the list cache). A group that does not
+// exist holds none. A group that cannot be listed is skipped and named in the returned error,
+// unless it is must: then listGroups fails. The callers go on without the skipped groups, so
+// that a group they do not need (recorded long ago, its permission since removed) does not
+// block a service: what is left there is released by a later reconcile or audit pass.
+func (l *LoadBalancer) listGroups(ctx context.Context, groups []string, must string) (listed []plan.ListedPIP, skipped, err error) {
+	var errs []error
+	for _, rg := range groups {
+		items, lerr := l.listPIPs(ctx, rg)
+		switch {
+		case lerr == nil:
+		case arm.IsNotFound(lerr):
+			continue
+		case strings.EqualFold(rg, must):
+			return nil, nil, lerr
+		default:
+			errs = append(errs, fmt.Errorf("public IPs of resource group %s: %w", rg, lerr))
+			continue
+		}
+		for _, p := range items {
+			if p != nil {
+				listed = append(listed, plan.ListedPIP{RG: rg, PIP: p})
+			}
+		}
+	}
+	return listed, errors.Join(errs...), nil
+}
+
+// pipsIn are the listed public IPs of one group.
+func pipsIn(listed []plan.ListedPIP, rg string) []*armnetwork.PublicIPAddress {
+	var out []*armnetwork.PublicIPAddress
+	for _, lp := range listed {
+		if strings.EqualFold(lp.RG, rg) {
+			out = append(out, lp.PIP)
+		}
+	}
+	return out
+}
+
+// allPIPs are the listed public IPs.
+func allPIPs(listed []plan.ListedPIP) []*armnetwork.PublicIPAddress {
+	out := make([]*armnetwork.PublicIPAddress, 0, len(listed))
+	for _, lp := range listed {
+		out = append(out, lp.PIP)
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -110,11 +111,12 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 
 // frontends resolves what each IP family of the service needs on the load balancer: its public
 // IP (created or updated as planned) or, internal, its subnet and requested address. It
-// returns the public IPs of the service's resource group as listed (for the release of those
-// it no longer uses), the plans, and the public addresses by lower-cased public IP ID.
-func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.Service) ([]plan.Frontend, []*armnetwork.PublicIPAddress, []plan.PublicIPPlan, map[string]netip.Addr, error) {
+// returns the public IPs listed in every group where the service's public IPs may be (for the
+// release of those it no longer uses, wherever its resource-group annotation pointed before),
+// the plans, and the public addresses by lower-cased public IP ID.
+func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.Service) ([]plan.Frontend, []plan.ListedPIP, []plan.PublicIPPlan, map[string]netip.Addr, error) {
 	pipRG := plan.PublicIPResourceGroup(l.cfg, s)
-	existing, err := l.listPIPs(ctx, pipRG)
+	listed, err := l.listServiceGroups(ctx, s, pipRG)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -128,8 +130,9 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 			}
 			fronts = append(fronts, fr)
 		}
-		return fronts, existing, nil, pipAddrs, nil
+		return fronts, listed, nil, pipAddrs, nil
 	}
+	existing := pipsIn(listed, pipRG)
 	plans, err := plan.PlanPublicIPs(c, s, existing)
 	if err != nil {
 		// The list is cached and kept current by our own writes only: a public IP the user
@@ -155,6 +158,14 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 			return nil, nil, nil, nil, err
 		}
 	}
+	if slices.ContainsFunc(plans, func(p plan.PublicIPPlan) bool { return p.Mutate != nil }) && plan.NeedsRecord(l.cfg, pipRG) {
+		// Before a public IP is created or bound there: once the annotation names another
+		// group (or the service is gone), the record is what still finds it, also after a
+		// restart.
+		if err := l.opts.PIPGroups.Add(ctx, pipRG); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
 	for _, p := range plans {
 		stored := p.Existing
 		if p.Mutate != nil {
@@ -177,11 +188,25 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 			pipAddrs[id] = a
 		}
 	}
-	return fronts, existing, plans, pipAddrs, nil
+	return fronts, listed, plans, pipAddrs, nil
+}
+
+// listServiceGroups lists the public IPs of every group where the service's may be (pipGroups);
+// pipRG, the service's own group, must be listed, the others are skipped (and logged) when they
+// cannot be.
+func (l *LoadBalancer) listServiceGroups(ctx context.Context, s *plan.Service, pipRG string) ([]plan.ListedPIP, error) {
+	listed, skipped, err := l.listGroups(ctx, l.pipGroups(ctx, s), pipRG)
+	if err != nil {
+		return nil, err
+	}
+	if skipped != nil {
+		klog.ErrorS(skipped, "Public IPs of the service in other resource groups are released later", "service", s.Key())
+	}
+	return listed, nil
 }
 
 func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	fronts, existing, plans, pipAddrs, err := l.frontends(ctx, c, s)
+	fronts, listed, plans, pipAddrs, err := l.frontends(ctx, c, s)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +232,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	if err != nil {
 		return nil, err
 	}
-	return l.finish(ctx, c, s, lb, fronts, existing, plans, pipAddrs, nodes)
+	return l.finish(ctx, c, s, lb, fronts, listed, plans, pipAddrs, nodes)
 }
 
 // move takes the service and the services sharing its frontend off the load balancers they
@@ -273,7 +298,7 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 // finish does what follows the load balancer write: nothing of the service left on the other
 // load balancers, backend pools, NSG rules, public IPs no longer used; then the status.
 func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Service, lb *armnetwork.LoadBalancer, fronts []plan.Frontend,
-	existing []*armnetwork.PublicIPAddress, plans []plan.PublicIPPlan, pipAddrs map[string]netip.Addr, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	listed []plan.ListedPIP, plans []plan.PublicIPPlan, pipAddrs map[string]netip.Addr, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	internal := s.Opts.Internal
 	// The service may have switched between internal and public: leave nothing on the other LB.
 	if err := l.removeFromLB(ctx, c, c.LBName(!internal), s, "the service switched between internal and public"); err != nil {
@@ -306,10 +331,10 @@ func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	if err := l.ensurePrivateLink(ctx, c, s, lb); err != nil {
 		return nil, err
 	}
-	// Public IPs the service no longer uses (renamed, switched to internal or to a user PIP).
-	pipRG := plan.PublicIPResourceGroup(l.cfg, s)
-	for _, p := range plan.ReleasablePIPs(c, s.Key(), existing, plans) {
-		if err := l.releasePIP(ctx, c, s, pipRG, p); err != nil {
+	// Public IPs the service no longer uses (renamed, switched to internal or to a user PIP,
+	// or left in the group its resource-group annotation named before).
+	for _, p := range plan.ReleasablePIPs(c, s.Key(), plan.PublicIPResourceGroup(l.cfg, s), listed, plans) {
+		if err := l.releasePIP(ctx, c, s, p.RG, p.PIP); err != nil {
 			return nil, err
 		}
 	}

@@ -57,6 +57,7 @@ type Auditor interface {
 	Refresh(ctx context.Context, clusterName string, svcs []*v1.Service) (string, error)
 	Check(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) ([]dryrun.Write, error)
 	Repair(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, confirm loadbalancer.Confirm) (loadbalancer.AuditResult, error)
+	SweepPublicIPs(ctx context.Context, clusterName string, svcs []*v1.Service, gone loadbalancer.Gone) (loadbalancer.SweepResult, error)
 }
 
 // Options are what the controller is built from. Every field but Now, Workers and FullEvery
@@ -139,6 +140,9 @@ type PassResult struct {
 	Audited   int
 	// Drifted services, Repaired ones, Skipped ones (gone or changed meanwhile) and Errors.
 	Drifted, Repaired, Skipped, Errors int
+	// Released public IPs: owned by the cluster, no service left using them (unbound or
+	// deleted).
+	Released int
 }
 
 // Pass audits every owned service once.
@@ -228,7 +232,21 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 		}
 	})
 
-	if res.Drifted == 0 && res.Errors == 0 && res.Skipped == 0 && ctx.Err() == nil {
+	// Public IPs owned by the cluster that no service uses any more (left by a deletion that
+	// could not reach their group, or by earlier versions).
+	swept, err := c.o.Auditor.SweepPublicIPs(ctx, c.o.ClusterName, all, c.gone)
+	if n := len(swept.Names); n > 0 {
+		res.Released = n
+		driftFound.WithLabelValues("public_ip").Add(float64(n))
+		driftRepaired.WithLabelValues("public_ip").Add(float64(n))
+		klog.InfoS("Drift audit: released public IPs no service uses", "publicIPs", swept.Names, "deleted", swept.Deleted, "unbound", swept.Unbound)
+	}
+	if err != nil {
+		res.Errors++
+		klog.ErrorS(err, "Drift audit: releasing public IPs no service uses")
+	}
+
+	if res.Drifted == 0 && res.Errors == 0 && res.Skipped == 0 && res.Released == 0 && ctx.Err() == nil {
 		c.lastClean = azure
 	} else {
 		c.lastClean = ""
@@ -237,12 +255,12 @@ func (c *Controller) Pass(ctx context.Context) PassResult {
 	switch {
 	case res.Errors > 0:
 		result = "error"
-	case res.Drifted > 0:
+	case res.Drifted > 0 || res.Released > 0:
 		result = "drift"
 	}
 	passes.WithLabelValues(result).Inc()
 	klog.V(2).InfoS("Drift audit pass", "services", res.Audited, "drifted", res.Drifted, "repaired", res.Repaired,
-		"skipped", res.Skipped, "errors", res.Errors, "took", c.o.Now().Sub(start).Round(time.Millisecond))
+		"skipped", res.Skipped, "releasedPublicIPs", res.Released, "errors", res.Errors, "took", c.o.Now().Sub(start).Round(time.Millisecond))
 	return res
 }
 
@@ -335,6 +353,27 @@ func (c *Controller) confirm(svc *v1.Service) loadbalancer.Confirm {
 		}
 		return live, "", nil
 	}
+}
+
+// gone says whether the service of a public IP's service tag entry is gone for good: not in the
+// informer's cache (or released there), and then not found (or released) on the API server,
+// whose answer the cache may lag behind. An entry that is no namespace/name is kept.
+func (c *Controller) gone(ctx context.Context, key string) (bool, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil || ns == "" || name == "" {
+		return false, nil
+	}
+	if s, err := c.o.Services.Services(ns).Get(name); err == nil && !Released(s) {
+		return false, nil
+	}
+	live, err := c.o.Kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return Released(live), nil
 }
 
 // countKinds counts the changes of the writes by kind (frontend, rule, probe …).

@@ -126,6 +126,30 @@ type fakeAuditor struct {
 	audits    int
 	live      map[string]*v1.Service // what confirm returned, by name
 	skipped   map[string]string
+	// owners are the service tag entries of the owned public IPs the sweep looks at; gone is
+	// what the controller said of each.
+	owners []string
+	gone   map[string]bool
+}
+
+func (f *fakeAuditor) SweepPublicIPs(ctx context.Context, _ string, _ []*v1.Service, gone loadbalancer.Gone) (loadbalancer.SweepResult, error) {
+	var res loadbalancer.SweepResult
+	var errs []error
+	for _, k := range f.owners {
+		g, err := gone(ctx, k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f.mu.Lock()
+		f.gone[k] = g
+		f.mu.Unlock()
+		if g {
+			res.Deleted++
+			res.Names = append(res.Names, "rg/pip-of-"+k)
+		}
+	}
+	return res, errors.Join(errs...)
 }
 
 func (f *fakeAuditor) Refresh(context.Context, string, []*v1.Service) (string, error) {
@@ -180,7 +204,7 @@ func TestPass(t *testing.T) {
 	nodeIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = nodeIdx.Add(node("n1"))
 	a := &fakeAuditor{azure: "etags-1", drifted: map[string]bool{}, fail: map[string]error{}, live: map[string]*v1.Service{}, skipped: map[string]string{},
-		repairErr: map[string]error{}}
+		repairErr: map[string]error{}, gone: map[string]bool{}}
 	rec := record.NewFakeRecorder(10)
 	c, err := New(Options{ClusterName: "kubernetes", Auditor: a, Kube: kube, Services: corelisters.NewServiceLister(svcIdx),
 		Nodes: corelisters.NewNodeLister(nodeIdx), Recorder: rec, Period: time.Minute, FullEvery: 3})
@@ -258,5 +282,46 @@ func TestPass(t *testing.T) {
 		}
 	default:
 		t.Error("no DriftRepairFailed event")
+	}
+}
+
+// TestSweepGone: a public IP's service entry is gone only when neither the informer's cache nor
+// the API server has a service that still uses public IPs under that name.
+func TestSweepGone(t *testing.T) {
+	now := metav1.Now()
+	web := svc("web", "1")
+	staleInCache := svc("stale", "2") // deleted on the API server; the cache lags
+	clusterIP := svc("clusterip", "3", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeClusterIP; s.Finalizers = nil })
+	provisioning := svc("new", "4", func(s *v1.Service) { s.Finalizers = nil; s.Status.LoadBalancer.Ingress = nil })
+	deleting := svc("deleting", "5", func(s *v1.Service) { s.DeletionTimestamp = &now })
+	cleanedUp := svc("cleaned", "6", func(s *v1.Service) { s.DeletionTimestamp = &now; s.Finalizers = []string{"example.com/other"} })
+	kube := fake.NewClientset(web, clusterIP, provisioning, deleting, cleanedUp)
+	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, s := range []*v1.Service{web, staleInCache, clusterIP} {
+		_ = svcIdx.Add(s)
+	}
+	a := &fakeAuditor{azure: "x", drifted: map[string]bool{}, fail: map[string]error{}, live: map[string]*v1.Service{}, skipped: map[string]string{},
+		repairErr: map[string]error{}, gone: map[string]bool{},
+		owners: []string{"default/web", "default/stale", "default/clusterip", "default/new", "default/deleting", "default/cleaned", "default/deleted", "frontend"}}
+	c, err := New(Options{ClusterName: "kubernetes", Auditor: a, Kube: kube, Services: corelisters.NewServiceLister(svcIdx),
+		Nodes: corelisters.NewNodeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), Recorder: record.NewFakeRecorder(10), Period: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Pass(context.Background())
+	want := map[string]bool{"default/web": false, "default/stale": false, "default/clusterip": true, "default/new": false,
+		"default/deleting": false, "default/cleaned": true, "default/deleted": true, "frontend": false}
+	for k, w := range want {
+		if g, ok := a.gone[k]; !ok || g != w {
+			t.Errorf("gone(%s) = %v (asked %v), want %v", k, g, ok, w)
+		}
+	}
+	if r.Released != 3 || r.Unchanged {
+		t.Errorf("pass %+v, want 3 public IPs released", r)
+	}
+	// A pass that released public IPs is no reference for skipping the next.
+	a.owners = nil
+	if r := c.Pass(context.Background()); r.Unchanged {
+		t.Error("the pass after a release was skipped")
 	}
 }

@@ -16,7 +16,7 @@ const (
 var (
 	passes = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "audit_passes_total", StabilityLevel: metrics.ALPHA,
-		Help: "Drift audit passes by result: in_step (every service planned, none drifted), drift (some drifted), unchanged (nothing moved since the last pass in step: nothing planned), error.",
+		Help: "Drift audit passes by result: in_step (every service planned, none drifted), drift (some drifted, or public IPs no service uses were released), unchanged (nothing moved since the last pass in step: nothing planned), error.",
 	}, []string{"result"})
 	passDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "audit_pass_duration_seconds", StabilityLevel: metrics.ALPHA,

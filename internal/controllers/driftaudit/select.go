@@ -49,3 +49,17 @@ func Confirmed(audited, live *v1.Service) string {
 	}
 	return Owned(live)
 }
+
+// Released reports whether a service (nil: not found) uses no public IP any more: it is gone,
+// or it neither asks for a load balancer served here nor waits for its cleanup (the service
+// controller's finalizer, which it adds before it provisions anything). A service being
+// provisioned or deleted still uses its public IPs.
+func Released(s *v1.Service) bool {
+	switch {
+	case s == nil:
+		return true
+	case servicehelper.HasLBFinalizer(s):
+		return false
+	}
+	return s.DeletionTimestamp != nil || s.Spec.Type != v1.ServiceTypeLoadBalancer || !plan.ServedHere(s)
+}

@@ -177,9 +177,12 @@ func bindPIP(c *Cluster, s *Service, p *armnetwork.PublicIPAddress, key string) 
 }
 
 // UnbindPIP removes the service from a managed PIP. It returns nil (delete the PIP) when no
-// service is left and deletable is true; deletable is false for PIPs the user chose by name or
-// address, which are only untagged.
-func UnbindPIP(c *Cluster, p *armnetwork.PublicIPAddress, key string, deletable bool) (*armnetwork.PublicIPAddress, error) {
+// service is left. Whether the PIP may be deleted is decided by its tags alone — a managed PIP
+// was created by a cloud provider of this cluster — as in the existing provider, never by how
+// the leaving service referred to it (by default name, by pip-name or by address): a managed
+// PIP shared by several services is deleted when the last of them leaves, whichever way they
+// named it. PIPs without a service tag (users') and other clusters' are returned unchanged.
+func UnbindPIP(c *Cluster, p *armnetwork.PublicIPAddress, key string) (*armnetwork.PublicIPAddress, error) {
 	if p == nil || !IsManagedPIP(c, p) {
 		return p, nil
 	}
@@ -190,24 +193,23 @@ func UnbindPIP(c *Cluster, p *armnetwork.PublicIPAddress, key string, deletable 
 			p.Properties.DNSSettings = nil
 		}
 	}
-	if len(left) == 0 && deletable {
+	if len(left) == 0 {
 		return nil, nil
 	}
 	setTag(p.Tags, naming.TagService, naming.LegacyTagService, naming.FormatServiceTag(left))
 	return p, nil
 }
 
-// ReleasablePIPs are the managed PIPs bound to the service that its current plan no longer uses.
-func ReleasablePIPs(c *Cluster, key string, existing []*armnetwork.PublicIPAddress, keep []PublicIPPlan) []*armnetwork.PublicIPAddress {
-	var out []*armnetwork.PublicIPAddress
-	for _, p := range existing {
-		if !IsManagedPIP(c, p) || !slices.Contains(PIPServices(p), key) {
+// ReleasablePIPs are the managed PIPs bound to the service, in any listed resource group, that
+// its current plans no longer use. The plans are in pipRG: a PIP of the same name in another
+// group (the service's group changed) is released too.
+func ReleasablePIPs(c *Cluster, key, pipRG string, listed []ListedPIP, keep []PublicIPPlan) []ListedPIP {
+	var out []ListedPIP
+	for _, lp := range BoundPIPs(c, key, listed) {
+		if eqFold(lp.RG, pipRG) && slices.ContainsFunc(keep, func(k PublicIPPlan) bool { return eqFold(k.Name, str(lp.PIP.Name)) }) {
 			continue
 		}
-		if slices.ContainsFunc(keep, func(k PublicIPPlan) bool { return eqFold(k.Name, str(p.Name)) }) {
-			continue
-		}
-		out = append(out, p)
+		out = append(out, lp)
 	}
 	return out
 }

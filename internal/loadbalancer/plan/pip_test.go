@@ -165,19 +165,15 @@ func TestUnbindAndRelease(t *testing.T) {
 	shared := pip("kubernetes-"+svcA, "203.0.113.1", armnetwork.IPVersionIPv4, map[string]string{
 		naming.TagService: "ns/a,ns/b", naming.TagClusterName: "kubernetes", naming.TagDNSLabelService: "ns/b"})
 	shared.Properties.DNSSettings = &armnetwork.PublicIPAddressDNSSettings{DomainNameLabel: to.Ptr("b")}
-	got, err := UnbindPIP(c, clone(t, shared), "ns/b", true)
+	got, err := UnbindPIP(c, clone(t, shared), "ns/b")
 	if err != nil || got == nil || tag(got, naming.TagService) != "ns/a" || got.Properties.DNSSettings != nil || tag(got, naming.TagDNSLabelService) != "<none>" {
 		t.Fatalf("unbind b: %v %s", err, mustJSON(t, got))
 	}
-	if got, _ := UnbindPIP(c, got, "ns/a", true); got != nil {
+	if got, _ := UnbindPIP(c, got, "ns/a"); got != nil {
 		t.Fatal("last service gone: the managed PIP must be deleted")
 	}
-	only := pip("chosen", "203.0.113.7", armnetwork.IPVersionIPv4, map[string]string{naming.TagService: "ns/a"})
-	if got, _ := UnbindPIP(c, clone(t, only), "ns/a", false); got == nil || tag(got, naming.TagService) != "" {
-		t.Fatal("a user-chosen PIP is untagged, never deleted")
-	}
 	user := pip("user", "203.0.113.8", armnetwork.IPVersionIPv4, nil)
-	if got, _ := UnbindPIP(c, user, "ns/a", true); got != user {
+	if got, _ := UnbindPIP(c, user, "ns/a"); got != user {
 		t.Fatal("user PIP touched")
 	}
 
@@ -189,9 +185,9 @@ func TestUnbindAndRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := ReleasablePIPs(c, s.Key(), existing, plans)
-	if len(rel) != 2 || *rel[0].Name != "kubernetes-"+svcA {
-		t.Fatalf("releasable %v", names(rel, func(p *armnetwork.PublicIPAddress) *string { return p.Name }))
+	rel := ReleasablePIPs(c, s.Key(), "rg", listedIn("rg", existing...), plans)
+	if len(rel) != 2 || *rel[0].PIP.Name != "kubernetes-"+svcA || rel[0].RG != "rg" {
+		t.Fatalf("releasable %v", rel)
 	}
 	if UserChosen(s, old) || !UserChosen(s, user) {
 		t.Fatal("UserChosen")
@@ -203,6 +199,50 @@ func TestUnbindAndRelease(t *testing.T) {
 	if a, ok := PIPAddress(old); !ok || a.String() != "203.0.113.1" {
 		t.Fatal("PIPAddress")
 	}
+}
+
+// TestUnbindDecidesByTags: the last service leaving a managed PIP deletes it, however the
+// services named it; how the leaving service referred to it does not matter, only the tags.
+func TestUnbindDecidesByTags(t *testing.T) {
+	c := cluster()
+	tests := []struct {
+		name       string
+		tags       map[string]string
+		key        string
+		wantDelete bool
+		wantTag    string // service tag when kept
+	}{
+		{name: "last service of a managed PIP", tags: map[string]string{naming.TagService: "ns/a", naming.TagClusterName: "kubernetes"}, key: "ns/a", wantDelete: true},
+		{name: "last of a shared PIP named by address or pip-name", tags: map[string]string{naming.TagService: "ns/b", naming.TagClusterName: "kubernetes"}, key: "ns/b", wantDelete: true},
+		{name: "legacy keys, no cluster tag", tags: map[string]string{"service": "ns/a"}, key: "ns/a", wantDelete: true},
+		{name: "another service still on it", tags: map[string]string{naming.TagService: "ns/a,ns/b", naming.TagClusterName: "kubernetes"}, key: "ns/a", wantTag: "ns/b"},
+		{name: "service not on it", tags: map[string]string{naming.TagService: "ns/b", naming.TagClusterName: "kubernetes"}, key: "ns/a", wantTag: "ns/b"},
+		{name: "another cluster's", tags: map[string]string{naming.TagService: "ns/a", naming.TagClusterName: "other"}, key: "ns/a", wantTag: "ns/a"},
+		{name: "a user's (no service tag)", tags: map[string]string{"owner": "me"}, key: "ns/a", wantTag: "<none>"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pip("p", "203.0.113.9", armnetwork.IPVersionIPv4, tc.tags)
+			got, err := UnbindPIP(c, p, tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == nil) != tc.wantDelete {
+				t.Fatalf("deleted=%v, want %v", got == nil, tc.wantDelete)
+			}
+			if got != nil && tag(got, naming.TagService) != tc.wantTag {
+				t.Fatalf("service tag %q, want %q", tag(got, naming.TagService), tc.wantTag)
+			}
+		})
+	}
+}
+
+func listedIn(rg string, ps ...*armnetwork.PublicIPAddress) []ListedPIP {
+	out := make([]ListedPIP, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, ListedPIP{RG: rg, PIP: p})
+	}
+	return out
 }
 
 func TestDNSLabelOnlyRemovedByOwner(t *testing.T) {
