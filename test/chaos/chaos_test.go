@@ -8,8 +8,9 @@ import (
 )
 
 // TestChaos is `make chaos`: 30 minutes by default with 10% ARM faults, one step in ten a third
-// party's edit of a service's Azure objects and a CCM restart every three minutes, on a seed from the clock unless CHAOS_SEED is set. Every CHAOS_* variable of
-// OptionsFromEnv applies.
+// party's edit of a service's Azure objects, one update in five of a public service a move of
+// its public IP to the other resource group, and a CCM restart every three minutes, on a seed
+// from the clock unless CHAOS_SEED is set. Every CHAOS_* variable of OptionsFromEnv applies.
 func TestChaos(t *testing.T) {
 	Run(t, OptionsFromEnv(t, Options{
 		Seed:            uint64(time.Now().UnixNano()),
@@ -20,5 +21,6 @@ func TestChaos(t *testing.T) {
 		Nodes:           10,
 		ConvergeTimeout: 10 * time.Minute,
 		DriftPercent:    10,
+		PIPGroupPercent: 20,
 	}))
 }

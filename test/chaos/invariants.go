@@ -170,6 +170,7 @@ func checkInvariants(ctx context.Context, e *framework.Env, u userState) error {
 		checkLB(lb.name, doc, lb.svcs, eligible, fail)
 	}
 	checkPublicIPs(ctx, e, u, public, ingress, fail)
+	checkOwnedPublicIPsUsed(ctx, e, ingress, fail)
 	checkNSG(ctx, e, u, svcList.Items, ingress, fail)
 	checkPrivateLinks(ctx, e, u, internal, fail)
 
@@ -372,6 +373,31 @@ func checkPublicIPs(ctx context.Context, e *framework.Env, u userState, public [
 		}
 		if deref(tagsOf(up), "owner") != "user" {
 			fail("the user's tags on their public IP were changed: %v", up["tags"])
+		}
+	}
+}
+
+// checkOwnedPublicIPsUsed: no public IP that this cluster owns by its tags — the cluster's
+// name tag, or a service tag without any cluster's name tag (the existing provider's legacy
+// ownership) — is used by no service, in any resource group: every one carries the address a
+// service shows. Read from azsim's whole state, not from the groups the CCM looks in.
+func checkOwnedPublicIPsUsed(ctx context.Context, e *framework.Env, ingress map[string]string, fail func(string, ...any)) {
+	pips, err := e.Azsim.List(ctx, "Microsoft.Network/publicIPAddresses")
+	if err != nil {
+		fail("list public IPs: %v", err)
+		return
+	}
+	used := map[string]bool{}
+	for _, ip := range ingress {
+		used[ip] = true
+	}
+	for _, p := range pips {
+		tags := tagsOf(p)
+		cluster, hasCluster := naming.ClusterTagValue(tags)
+		services, hasService := naming.ServiceTagValue(tags)
+		owned := (hasCluster && strings.EqualFold(cluster, clusterName)) || (hasService && !hasCluster)
+		if owned && !used[str(p, "properties", "ipAddress")] {
+			fail("public IP %s (%s) is owned by the cluster (service tag %q) but no service uses it", str(p, "id"), str(p, "properties", "ipAddress"), services)
 		}
 	}
 }

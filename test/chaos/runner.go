@@ -49,10 +49,15 @@ type Options struct {
 	// DriftPercent is the share of steps (0–100) that make a third party's edit of a service's
 	// Azure objects (azsim drift), which the CCM's drift audit must repair.
 	DriftPercent int
+	// PIPGroupPercent is the share of service updates (0–100) that move a public service's
+	// managed public IP to the other resource group (the resource-group annotation set or
+	// removed): the public IP left behind must be released.
+	PIPGroupPercent int
 }
 
 // OptionsFromEnv overrides defaults with CHAOS_SEED, CHAOS_DURATION, CHAOS_FAULT_RATE,
-// CHAOS_RESTART_EVERY, CHAOS_MAX_SERVICES, CHAOS_NODES, CHAOS_POOL_TYPE, CHAOS_DRIFT_PERCENT.
+// CHAOS_RESTART_EVERY, CHAOS_MAX_SERVICES, CHAOS_NODES, CHAOS_POOL_TYPE, CHAOS_DRIFT_PERCENT,
+// CHAOS_PIP_GROUP_PERCENT.
 func OptionsFromEnv(t *testing.T, o Options) Options {
 	env := func(k string) string { return os.Getenv("CHAOS_" + k) }
 	var err error
@@ -73,7 +78,8 @@ func OptionsFromEnv(t *testing.T, o Options) Options {
 			t.Fatalf("CHAOS_FAULT_RATE: %v", err)
 		}
 	}
-	for k, n := range map[string]*int{"MAX_SERVICES": &o.MaxServices, "NODES": &o.Nodes, "DRIFT_PERCENT": &o.DriftPercent} {
+	for k, n := range map[string]*int{"MAX_SERVICES": &o.MaxServices, "NODES": &o.Nodes, "DRIFT_PERCENT": &o.DriftPercent,
+		"PIP_GROUP_PERCENT": &o.PIPGroupPercent} {
 		if v := env(k); v != "" {
 			if *n, err = strconv.Atoi(v); err != nil {
 				t.Fatalf("CHAOS_%s: %v", k, err)
@@ -101,7 +107,10 @@ const (
 	annPIPName   = "service.beta.kubernetes.io/azure-pip-name"
 	annIdle      = "service.beta.kubernetes.io/azure-load-balancer-tcp-idle-timeout"
 	annPLS       = "service.beta.kubernetes.io/azure-pls-create"
-	userPLSName  = "user-owned-pls"
+	annPIPGroup  = "service.beta.kubernetes.io/azure-load-balancer-resource-group"
+	// pipGroup is the resource group public services move their public IPs to and back from.
+	pipGroup    = "rg-chaos-pips"
+	userPLSName = "user-owned-pls"
 	// maxPLS keeps the run's private link services under Azure's 8 per load balancer (the
 	// internal one holds them all, the user's too).
 	maxPLS = 5
@@ -138,13 +147,14 @@ func Run(t *testing.T, o Options) {
 	}
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = o.Nodes
+	topo.ResourceGroups = append(topo.ResourceGroups, pipGroup)
 	e := framework.Start(t, framework.Options{Topology: topo, CloudConfig: map[string]any{
 		"loadBalancerBackendPoolConfigurationType": o.PoolType,
 		"loadBalancerCacheTTLInSeconds":            5,
 	}})
 	r := &run{t: t, o: o, e: e, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), ops: map[string]int{}}
-	t.Logf("chaos: seed %d (replay with CHAOS_SEED=%d), duration %s, fault rate %.2f, restart every %s, %d nodes, ≤%d services, %s pools, %d%% drift steps",
-		o.Seed, o.Seed, o.Duration, o.FaultRate, o.RestartEvery, o.Nodes, o.MaxServices, o.PoolType, o.DriftPercent)
+	t.Logf("chaos: seed %d (replay with CHAOS_SEED=%d), duration %s, fault rate %.2f, restart every %s, %d nodes, ≤%d services, %s pools, %d%% drift steps, %d%% public IP group moves",
+		o.Seed, o.Seed, o.Duration, o.FaultRate, o.RestartEvery, o.Nodes, o.MaxServices, o.PoolType, o.DriftPercent, o.PIPGroupPercent)
 
 	ctx := context.Background()
 	user := seedUserResources(t, e)
@@ -359,6 +369,17 @@ func (r *run) updateService(ctx context.Context, svc *corev1.Service) {
 		svc.Annotations = map[string]string{}
 	}
 	what := ""
+	// No random draw without group moves: the runs of seeds from before them replay as they were.
+	movable := svc.Annotations[annInternal] != "true" && svc.Annotations[annPIPName] == ""
+	if r.o.PIPGroupPercent > 0 && movable && r.rng.IntN(100) < r.o.PIPGroupPercent {
+		if _, ok := svc.Annotations[annPIPGroup]; ok {
+			delete(svc.Annotations, annPIPGroup)
+		} else {
+			svc.Annotations[annPIPGroup] = pipGroup
+		}
+		r.finishUpdate(ctx, svc, "public IP resource group")
+		return
+	}
 	switch r.rng.IntN(4) {
 	case 3:
 		// Private link service on and off (internal services only; public ones would need
@@ -391,6 +412,11 @@ func (r *run) updateService(ctx context.Context, svc *corev1.Service) {
 		}
 		what = "idle timeout"
 	}
+	r.finishUpdate(ctx, svc, what)
+}
+
+// finishUpdate writes the updated service and journals it.
+func (r *run) finishUpdate(ctx context.Context, svc *corev1.Service, what string) {
 	// Node ports are kept by the API server only when they are sent back.
 	for i := range svc.Spec.Ports {
 		svc.Spec.Ports[i].NodePort = 0

@@ -8,9 +8,10 @@ import (
 )
 
 // TestChaosShort is the variant `make test` runs: a minute of random service and node changes
-// (one step in ten a third party's edit of a service's Azure objects) with 10% ARM faults and
-// two CCM restarts, on a fixed seed (CHAOS_* overrides, e.g. a seed a
-// long run reported).
+// (one step in ten a third party's edit of a service's Azure objects; about a third of the
+// updates of public services move their public IP to the other resource group and back) with
+// 10% ARM faults and two CCM restarts, on a fixed seed (CHAOS_* overrides, e.g. a seed a long
+// run reported).
 func TestChaosShort(t *testing.T) {
 	Run(t, OptionsFromEnv(t, Options{
 		Seed:            1,
@@ -21,5 +22,6 @@ func TestChaosShort(t *testing.T) {
 		Nodes:           4,
 		ConvergeTimeout: 6 * time.Minute,
 		DriftPercent:    10,
+		PIPGroupPercent: 30,
 	}))
 }
