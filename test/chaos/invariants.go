@@ -393,8 +393,8 @@ func checkOwnedPublicIPsUsed(ctx context.Context, e *framework.Env, ingress map[
 	}
 	for _, p := range pips {
 		tags := tagsOf(p)
-		cluster, hasCluster := naming.ClusterTagValue(tags)
-		services, hasService := naming.ServiceTagValue(tags)
+		cluster, hasCluster := azurenames.ClusterTagValue(tags)
+		services, hasService := azurenames.ServiceTagValue(tags)
 		owned := (hasCluster && strings.EqualFold(cluster, clusterName)) || (hasService && !hasCluster)
 		if owned && !used[str(p, "properties", "ipAddress")] {
 			fail("public IP %s (%s) is owned by the cluster (service tag %q) but no service uses it", str(p, "id"), str(p, "properties", "ipAddress"), services)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/pipgroups"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // pipOwnershipArgs run the CCM without the drift audit: the service paths alone must release
@@ -102,9 +102,9 @@ func (l *lbEnv) ownedPIPs(ctx context.Context, ns string) ([]ownedPIP, error) {
 				tags[k] = to.Ptr(fmt.Sprint(v))
 			}
 		}
-		cluster, hasCluster := naming.ClusterTagValue(tags)
-		services, _ := naming.ServiceTagValue(tags)
-		ofNS := slices.ContainsFunc(naming.ParseServiceTag(services), func(k string) bool { return strings.HasPrefix(k, ns+"/") })
+		cluster, hasCluster := azurenames.ClusterTagValue(tags)
+		services, _ := azurenames.ServiceTagValue(tags)
+		ofNS := slices.ContainsFunc(azurenames.ParseServiceTag(services), func(k string) bool { return strings.HasPrefix(k, ns+"/") })
 		if !(hasCluster && strings.EqualFold(cluster, lbCluster)) && !(!hasCluster && ofNS) {
 			continue
 		}
@@ -176,7 +176,7 @@ func (l *lbEnv) waitIngress(name, want string) {
 // managedPIP returns the service's managed public IP rg/<cluster>-a<uid>, which must exist.
 func (l *lbEnv) managedPIP(rg string, s *corev1.Service) *armnetwork.PublicIPAddress {
 	l.t.Helper()
-	name := naming.PublicIPName(lbCluster, naming.ServiceLBName(s.UID), "", false, naming.IPv4)
+	name := azurenames.PublicIPName(lbCluster, azurenames.ServiceLBName(s.UID), "", false, azurenames.IPv4)
 	p := l.pipExists(rg, name)
 	if p == nil {
 		l.t.FailNow()
@@ -243,8 +243,8 @@ func pipTestShared(l *lbEnv) {
 		if err != nil {
 			return false, err
 		}
-		want := naming.FormatServiceTag([]string{l.ns + "/owner", l.ns + "/by-ip", l.ns + "/by-name"})
-		if len(left) != 1 || naming.FormatServiceTag(naming.ParseServiceTag(left[0].services)) != want {
+		want := sortStrings(l.ns+"/owner", l.ns+"/by-ip", l.ns+"/by-name")
+		if len(left) != 1 || !slices.Equal(sortStrings(azurenames.ParseServiceTag(left[0].services)...), want) {
 			return false, fmt.Errorf("owned public IPs %v, want one listing %s", left, want)
 		}
 		return true, nil
@@ -260,8 +260,8 @@ func pipTestShared(l *lbEnv) {
 	}, lbWait)
 	if p := l.pipExists(l.rg, *pip.Name); p != nil {
 		eq(t, "shared public IP kept for the services still on it", pipAddress(p), pipAddress(pip))
-		services, _ := naming.ServiceTagValue(p.Tags)
-		eqs(t, "its services", sortStrings(naming.ParseServiceTag(services)...), []string{l.ns + "/by-ip", l.ns + "/by-name"})
+		services, _ := azurenames.ServiceTagValue(p.Tags)
+		eqs(t, "its services", sortStrings(azurenames.ParseServiceTag(services)...), []string{l.ns + "/by-ip", l.ns + "/by-name"})
 	}
 
 	// The last services, which named it by address and by name, go: it is deleted.
@@ -342,12 +342,12 @@ func pipTestSweep(l *lbEnv) {
 		}
 		return p
 	}
-	leftGone := seed("rg-more", "left-by-gone-service", map[string]string{naming.TagService: l.ns + "/deleted," + l.ns + "/also-deleted",
-		naming.TagClusterName: lbCluster})
-	leftEmpty := seed(l.rg, "left-untagged", map[string]string{naming.TagService: "", naming.TagClusterName: lbCluster})
+	leftGone := seed("rg-more", "left-by-gone-service", map[string]string{azurenames.TagService: l.ns + "/deleted," + l.ns + "/also-deleted",
+		azurenames.TagClusterName: lbCluster})
+	leftEmpty := seed(l.rg, "left-untagged", map[string]string{azurenames.TagService: "", azurenames.TagClusterName: lbCluster})
 	notOurs := map[string]map[string]string{
 		"users-tagged":  {"service": "frontend"},
-		"other-cluster": {naming.TagService: l.ns + "/deleted", naming.TagClusterName: "other"},
+		"other-cluster": {azurenames.TagService: l.ns + "/deleted", azurenames.TagClusterName: "other"},
 	}
 	for name, tags := range notOurs {
 		seed(l.rg, name, tags)
@@ -365,7 +365,7 @@ func pipTestSweep(l *lbEnv) {
 		}
 	}
 	if got := l.pipExists("rg-more", *livePIP.Name); got != nil {
-		services, _ := naming.ServiceTagValue(got.Tags)
+		services, _ := azurenames.ServiceTagValue(got.Tags)
 		eq(t, "the live service's public IP", services, l.ns+"/live")
 	}
 	l.deleteNamespace()
