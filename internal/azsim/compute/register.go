@@ -10,7 +10,6 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/network"
 )
 
-
 // Config configures the Microsoft.Compute handlers.
 type Config struct {
 	// Locations are the regions (and their zones) the provider documents
