@@ -2,6 +2,7 @@ package network
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -63,6 +64,9 @@ func prepareNSG(tx *arm.Tx, w *arm.Write) error {
 		if err := checkSecurityRule(rid, p); err != nil {
 			return err
 		}
+		if err := checkRuleAddresses(rid, p); err != nil {
+			return err
+		}
 		key := strings.ToLower(arm.Str(p, "direction")) + "/" + strings.TrimSpace(jsonNum(p["priority"]))
 		if other, dup := prio[key]; dup {
 			return arm.BadRequest("SecurityRuleConflict", "Security rule %s conflicts with rule %s. Rules cannot have the same Priority and Direction.", name, other)
@@ -72,6 +76,42 @@ func prepareNSG(tx *arm.Tx, w *arm.Write) error {
 	arm.SetArr(w.Doc, defaultSecurityRules(), "properties", "defaultSecurityRules")
 	// Read-only back-references are kept until the deriver recomputes them.
 	carry(w, "networkInterfaces", "subnets")
+	return nil
+}
+
+// checkRuleAddresses refuses, as NRP does, an address list of a security rule that names one
+// range twice or two ranges that overlap (an address is its host range; service tags and "*"
+// only count as repeats).
+func checkRuleAddresses(rid string, p map[string]any) error {
+	for _, f := range []string{"sourceAddressPrefixes", "destinationAddressPrefixes"} {
+		raw, _ := p[f].([]any)
+		type seen struct {
+			value  string
+			prefix netip.Prefix
+		}
+		var prev []seen
+		for _, v := range raw {
+			s, _ := v.(string)
+			cur := seen{value: s}
+			if pf, err := netip.ParsePrefix(s); err == nil {
+				cur.prefix = pf.Masked()
+			} else if a, err := netip.ParseAddr(s); err == nil {
+				cur.prefix = netip.PrefixFrom(a, a.BitLen())
+			}
+			for _, o := range prev {
+				switch {
+				case o.prefix.IsValid() && cur.prefix.IsValid() && o.prefix == cur.prefix,
+					!o.prefix.IsValid() && !cur.prefix.IsValid() && strings.EqualFold(o.value, cur.value):
+					return arm.BadRequest("SecurityRuleParameterContainsDuplicateValue",
+						"Security rule %s lists %s more than once in %s.", rid, s, f)
+				case o.prefix.IsValid() && cur.prefix.IsValid() && o.prefix.Overlaps(cur.prefix):
+					return arm.BadRequest("OverlappingSubnetsNotPermittedInSecurityRule",
+						"Security rule %s lists the overlapping ranges %s and %s in %s.", rid, o.value, s, f)
+				}
+			}
+			prev = append(prev, cur)
+		}
+	}
 	return nil
 }
 
