@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -111,6 +112,7 @@ func ApplySecurity(nsg *armnetwork.SecurityGroup, in SecurityInput) (*armnetwork
 		nsg.Properties = &armnetwork.SecurityGroupPropertiesFormat{}
 	}
 	h := newRuleHelper(nsg)
+	before := addressLists(nsg)
 	clean := slices.Concat(in.Destinations, in.Stale)
 	if err := h.removeDestinations(clean, in.RetainPorts); err != nil {
 		return nil, err
@@ -122,6 +124,7 @@ func ApplySecurity(nsg *armnetwork.SecurityGroup, in SecurityInput) (*armnetwork
 		}
 	}
 	h.dropEmpty()
+	h.keepOrder(before)
 	if err := h.checkLimits(); err != nil {
 		return nil, err
 	}
@@ -219,10 +222,15 @@ func sources(r *armnetwork.SecurityRule) []string {
 	return out
 }
 
+// sortedSet is the values sorted, each once: the order the provider writes address lists in.
+func sortedSet(vs []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(vs)))
+}
+
 // setDestinations stores deduplicated, sorted destinations: one in the singular field, several in
 // the plural one, as the existing provider writes them.
 func setDestinations(r *armnetwork.SecurityRule, ds []string) {
-	ds = slices.Compact(slices.Sorted(slices.Values(ds)))
+	ds = sortedSet(ds)
 	if len(ds) == 1 {
 		r.Properties.DestinationAddressPrefix = to.Ptr(ds[0])
 		r.Properties.DestinationAddressPrefixes = nil
@@ -331,9 +339,7 @@ func (h *ruleHelper) addAllow(proto armnetwork.SecurityRuleProtocol, f naming.Fa
 	p.Protocol = to.Ptr(proto)
 	p.Access = to.Ptr(armnetwork.SecurityRuleAccessAllow)
 	p.Direction = to.Ptr(armnetwork.SecurityRuleDirectionInbound)
-	sorted := slices.Clone(srcs)
-	sort.Strings(sorted)
-	if len(sorted) == 1 {
+	if sorted := sortedSet(srcs); len(sorted) == 1 {
 		p.SourceAddressPrefix, p.SourceAddressPrefixes = to.Ptr(sorted[0]), nil
 	} else {
 		p.SourceAddressPrefix, p.SourceAddressPrefixes = nil, to.SliceOfPtrs(sorted...)
@@ -375,8 +381,10 @@ func (h *ruleHelper) patch(s *Service, dsts []netip.Addr) error {
 			dst6 = append(dst6, a.String())
 		}
 	}
+	// Overlapping and repeated ranges are aggregated: NRP refuses a rule listing a value twice
+	// or two overlapping ranges.
 	var ranges4, ranges6 []string
-	for _, p := range o.AllowedRanges() {
+	for _, p := range AggregatePrefixes(o.AllowedRanges()) {
 		if p.Addr().Is4() {
 			ranges4 = append(ranges4, p.String())
 		} else {
@@ -427,6 +435,82 @@ func (h *ruleHelper) patch(s *Service, dsts []netip.Addr) error {
 		}
 	}
 	return nil
+}
+
+// ruleAddresses are the address fields of a rule as read.
+type ruleAddresses struct {
+	src, dst   *string
+	srcs, dsts []*string
+}
+
+func cloneStrings(ps []*string) []*string {
+	if ps == nil {
+		return nil
+	}
+	out := make([]*string, len(ps))
+	for i, p := range ps {
+		if p != nil {
+			out[i] = to.Ptr(*p)
+		}
+	}
+	return out
+}
+
+func cloneString(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	return to.Ptr(*p)
+}
+
+// addressLists copies the address fields of the provider's rules, by lower-cased name.
+func addressLists(nsg *armnetwork.SecurityGroup) map[string]ruleAddresses {
+	out := map[string]ruleAddresses{}
+	for _, r := range nsg.Properties.SecurityRules {
+		if managed(r) {
+			p := r.Properties
+			out[strings.ToLower(str(r.Name))] = ruleAddresses{src: cloneString(p.SourceAddressPrefix), dst: cloneString(p.DestinationAddressPrefix),
+				srcs: cloneStrings(p.SourceAddressPrefixes), dsts: cloneStrings(p.DestinationAddressPrefixes)}
+		}
+	}
+	return out
+}
+
+// keepOrder puts back the address fields a rule had when they listed the same values, each
+// once, in another order (or a single value in the plural field): the writer compares whole
+// models, and a new order alone would cost a PUT. Rules are written sorted; one that Azure or
+// someone else ordered differently is left as it is.
+func (h *ruleHelper) keepOrder(before map[string]ruleAddresses) {
+	for _, r := range h.nsg.Properties.SecurityRules {
+		b, ok := before[strings.ToLower(str(r.Name))]
+		if !ok || !managed(r) {
+			continue
+		}
+		p := r.Properties
+		if sameValues(listed(p.SourceAddressPrefix, p.SourceAddressPrefixes), listed(b.src, b.srcs)) {
+			p.SourceAddressPrefix, p.SourceAddressPrefixes = b.src, b.srcs
+		}
+		if sameValues(listed(p.DestinationAddressPrefix, p.DestinationAddressPrefixes), listed(b.dst, b.dsts)) {
+			p.DestinationAddressPrefix, p.DestinationAddressPrefixes = b.dst, b.dsts
+		}
+	}
+}
+
+// listed are the non-empty values of a singular and a plural address field.
+func listed(one *string, many []*string) []string {
+	var out []string
+	for _, v := range append([]*string{one}, many...) {
+		if v != nil && *v != "" {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+// sameValues reports whether a and b list the same values, each once.
+func sameValues(a, b []string) bool {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	return slices.Equal(a, b) && len(slices.Compact(slices.Clone(a))) == len(a)
 }
 
 // dropEmpty removes provider rules left without destinations.

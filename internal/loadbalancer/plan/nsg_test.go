@@ -26,7 +26,17 @@ const (
 	ruleSCTP9Internet   = "k8s-azure-lb_allow_IPv4_2bf6c189e7a34ed7791c30772f5d7f10"
 	ruleTCP80IPv6       = "k8s-azure-lb_allow_IPv6_d39272f7f57ed937951650d93992ad77"
 	ruleTCP80IPv6Range  = "k8s-azure-lb_allow_IPv6_a17f7a798dd30c9c212663faebe9d610"
+	// Sources 10.20.0.0/16,192.168.0.1/32; 10.20.0.0/16; 2001:db8::/32,2001:db9::/48.
+	ruleTCP80Aggregated = "k8s-azure-lb_allow_IPv4_1255a198905cb75bf0c40ca65811846f"
+	ruleTCP80Range16    = "k8s-azure-lb_allow_IPv4_77f5c5437d6af6d79a32705620d8eeed"
+	ruleTCP80IPv6Two    = "k8s-azure-lb_allow_IPv6_7f7264ed66aaa87bdd9ae10c72654870"
+	// What a version without aggregation named the rule of the six ranges of
+	// sixRanges: sources 10.20.0.0/16,10.20.8.0/24,10.20.8.1/32,10.20.9.0/25,192.168.0.1/32,192.168.0.1/32.
+	ruleTCP80SixRanges = "k8s-azure-lb_allow_IPv4_df8fe45fcb65522b4a0f2574e489aace"
 )
+
+// sixRanges overlap and repeat one value: NRP refuses such a rule.
+var sixRanges = []string{"10.20.0.0/16", "192.168.0.1/32", "10.20.8.0/24", "10.20.9.0/25", "10.20.8.1/32", "192.168.0.1/32"}
 
 func userRule(name string, prio int32) *armnetwork.SecurityRule {
 	return &armnetwork.SecurityRule{Name: to.Ptr(name), Properties: &armnetwork.SecurityRulePropertiesFormat{
@@ -139,6 +149,39 @@ func TestApplySecurityPatch(t *testing.T) {
 			want: map[string]ruleView{"k8s-azure-lb_deny-all_IPv4": {4095, anyS, deny, "*", "203.0.113.5", "*"}},
 		},
 		{
+			name: "overlapping and repeated source ranges are aggregated",
+			opts: []svcOpt{func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = sixRanges }},
+			dsts: addrs("203.0.113.5"),
+			want: map[string]ruleView{ruleTCP80Aggregated: {500, tcpS, allw, "10.20.0.0/16,192.168.0.1/32", "203.0.113.5", "80"}},
+		},
+		{
+			name: "allowed IP ranges are aggregated per family",
+			opts: []svcOpt{dualStack, withAnn(annotations.AllowedIPRanges, "2001:db9::/48,2001:db8:1::/48,10.20.8.0/24,2001:db8::/32,10.20.0.0/16,10.20.8.0/24")},
+			dsts: addrs("203.0.113.5", "2001:db8::5"),
+			want: map[string]ruleView{
+				ruleTCP80Range16: {500, tcpS, allw, "10.20.0.0/16", "203.0.113.5", "80"},
+				ruleTCP80IPv6Two: {501, tcpS, allw, "2001:db8::/32,2001:db9::/48", "2001:db8::5", "80"},
+			},
+		},
+		{
+			name: "a repeated service tag is one rule with one source",
+			opts: []svcOpt{withAnn(annotations.AllowedServiceTags, "AzureCloud,AzureCloud")},
+			dsts: addrs("203.0.113.5"),
+			want: map[string]ruleView{ruleTCP80AzureCloud: {500, tcpS, allw, "AzureCloud", "203.0.113.5", "80"}},
+		},
+		{
+			name: "a repeated destination (an additional public IP that is the frontend's) is written once",
+			dsts: addrs("203.0.113.9", "203.0.113.5", "203.0.113.5"),
+			want: map[string]ruleView{ruleTCP80Internet: {500, tcpS, allw, "Internet", "203.0.113.5,203.0.113.9", "80"}},
+		},
+		{
+			name:  "the rule of the six ranges written unaggregated gives way to the aggregated one",
+			opts:  []svcOpt{func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = sixRanges }},
+			start: []*armnetwork.SecurityRule{allowRule(ruleTCP80SixRanges, 500, []string{"10.20.0.0/16", "10.20.8.0/24", "10.20.8.1/32", "10.20.9.0/25", "192.168.0.1/32", "192.168.0.1/32"}, []string{"203.0.113.5"})},
+			dsts:  addrs("203.0.113.5"),
+			want:  map[string]ruleView{ruleTCP80Aggregated: {501, tcpS, allw, "10.20.0.0/16,192.168.0.1/32", "203.0.113.5", "80"}},
+		},
+		{
 			name: "deny-all needs ranges",
 			opts: []svcOpt{withAnn(annotations.DenyAllExceptLBSources, "true")},
 			dsts: addrs("203.0.113.5"),
@@ -227,6 +270,54 @@ func TestApplySecurityPatch(t *testing.T) {
 				t.Fatalf("not idempotent (%v):\n%s\n%s", err, before, mustJSON(t, again))
 			}
 		})
+	}
+}
+
+// allowRule is a provider allow rule on TCP port 80 as read from Azure, with the address lists
+// in the plural fields in the given order.
+func allowRule(name string, prio int32, srcs, dsts []string) *armnetwork.SecurityRule {
+	return &armnetwork.SecurityRule{Name: to.Ptr(name), Properties: &armnetwork.SecurityRulePropertiesFormat{
+		Priority: to.Ptr(prio), Protocol: to.Ptr(tcpS), Access: to.Ptr(allw), Direction: to.Ptr(armnetwork.SecurityRuleDirectionInbound),
+		SourceAddressPrefixes: to.SliceOfPtrs(srcs...), SourcePortRange: to.Ptr("*"),
+		DestinationAddressPrefixes: to.SliceOfPtrs(dsts...), DestinationPortRanges: to.SliceOfPtrs("80")}}
+}
+
+// A rule that already lists the wanted sources and destinations, in another order, is left as
+// it is (no PUT for the order alone); one whose lists change is written sorted.
+func TestApplySecurityKeepsTheOrderOfUnchangedLists(t *testing.T) {
+	ranges := withAnn(annotations.AllowedIPRanges, "10.0.0.0/8,192.168.1.0/24")
+	a := mkService(t, uidA, "a", ranges)
+	start := nsg(allowRule(ruleTCP80Ranges, 500, []string{"192.168.1.0/24", "10.0.0.0/8"}, []string{"203.0.113.6", "203.0.113.5"}))
+	want := mustJSON(t, start)
+	g, err := ApplySecurity(clone(t, start), SecurityInput{Service: a, Want: true, Destinations: addrs("203.0.113.5")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustJSON(t, g); got != want {
+		t.Fatalf("an unchanged rule was rewritten:\n%s\nwant\n%s", got, want)
+	}
+	// One value in the plural field stays there too.
+	single := nsg(allowRule(ruleTCP80Ranges, 500, []string{"192.168.1.0/24", "10.0.0.0/8"}, []string{"203.0.113.5"}))
+	want = mustJSON(t, single)
+	if g, err = ApplySecurity(clone(t, single), SecurityInput{Service: a, Want: true, Destinations: addrs("203.0.113.5")}); err != nil || mustJSON(t, g) != want {
+		t.Fatalf("a single destination was moved (%v):\n%s\nwant\n%s", err, mustJSON(t, g), want)
+	}
+	// A new destination: the list is written sorted; the sources, unchanged, keep their order.
+	b := mkService(t, uidB, "b", ranges)
+	g, err = ApplySecurity(clone(t, start), SecurityInput{Service: b, Want: true, Destinations: addrs("203.0.113.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rulesByName(g)[ruleTCP80Ranges]; got != (ruleView{500, tcpS, allw, "192.168.1.0/24,10.0.0.0/8", "203.0.113.1,203.0.113.5,203.0.113.6", "80"}) {
+		t.Fatalf("%+v", got)
+	}
+	// A list repeating a value is rewritten without the repeat.
+	dup := nsg(allowRule(ruleTCP80Ranges, 500, []string{"10.0.0.0/8", "192.168.1.0/24"}, []string{"203.0.113.5", "203.0.113.5"}))
+	if g, err = ApplySecurity(dup, SecurityInput{Service: a, Want: true, Destinations: addrs("203.0.113.5")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rulesByName(g)[ruleTCP80Ranges]; got.dests != "203.0.113.5" {
+		t.Fatalf("%+v", got)
 	}
 }
 
