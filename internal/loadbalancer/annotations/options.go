@@ -67,6 +67,9 @@ const (
 	// ReasonProbePortNotServicePort: a per-port probe port names no service port; that port is
 	// probed directly.
 	ReasonProbePortNotServicePort = "ProbePortNotServicePort"
+	// ReasonPIPTagIgnored: a pair of azure-pip-tags was skipped (no key, no "=" or a second
+	// one, or the key given again later).
+	ReasonPIPTagIgnored = "InvalidPIPTagIgnored"
 )
 
 func (w Warning) String() string {

@@ -182,6 +182,46 @@ func (p *parser) keyValues(key string) [][2]string {
 	return out
 }
 
+// pipTags reads azure-pip-tags as the existing provider does: comma-separated key=value pairs;
+// the key is trimmed, the value too unless it is "null" in any case once trimmed (ARM reserves
+// that value, so the spaces around it are kept as written); a value may be empty. A pair
+// without a key, without "=" or with a second "=" is skipped with a warning, and the other tags
+// apply. A key given twice (in any case: ARM tag keys ignore case) takes the later value, with a
+// warning naming the earlier pair.
+func (p *parser) pipTags() map[string]string {
+	v, ok := p.ann[PIPTags]
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil
+	}
+	var out map[string]string
+	from := map[string]string{} // lower-cased key -> the pair that set it
+	for _, item := range strings.Split(v, ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		parts := strings.Split(item, "=")
+		if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" {
+			p.warn(ReasonPIPTagIgnored, PIPTags, item, "not a key=value pair with a key and one \"=\"; the pair is ignored, the other tags apply")
+			continue
+		}
+		k, val := strings.TrimSpace(parts[0]), strings.TrimSpace(parts[1])
+		if strings.EqualFold(val, "null") {
+			val = parts[1]
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		for old := range out {
+			if strings.EqualFold(old, k) {
+				p.warn(ReasonPIPTagIgnored, PIPTags, from[strings.ToLower(k)], "the key is given again later; the later value applies")
+				delete(out, old)
+			}
+		}
+		out[k], from[strings.ToLower(k)] = val, item
+	}
+	return out
+}
+
 func (p *parser) prefixID(key string) string {
 	v, ok := p.get(key)
 	if !ok || v == "" {
@@ -266,12 +306,7 @@ func Parse(svc *v1.Service) (*ServiceOptions, error) {
 			o.DNSLabelName = &v
 		}
 	}
-	for _, kv := range p.keyValues(PIPTags) {
-		if o.PIPTags == nil {
-			o.PIPTags = map[string]string{}
-		}
-		o.PIPTags[kv[0]] = kv[1]
-	}
+	o.PIPTags = p.pipTags()
 	_, o.PIPIPTagsSet = p.get(PIPIPTags)
 	for _, kv := range p.keyValues(PIPIPTags) {
 		if kv[1] == "" {

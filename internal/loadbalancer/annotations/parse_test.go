@@ -272,7 +272,6 @@ func TestParseInvalid(t *testing.T) {
 		{"resource group bad", map[string]string{ResourceGroup: "rg."}, nil, ResourceGroup, "rg."},
 		{"dns label upper", map[string]string{DNSLabelName: "MyApp"}, nil, DNSLabelName, "MyApp"},
 		{"dns label too short", map[string]string{DNSLabelName: "ab"}, nil, DNSLabelName, "ab"},
-		{"pip tags no equals", map[string]string{PIPTags: "a=b,c"}, nil, PIPTags, "c"},
 		{"ip tags no tag", map[string]string{PIPIPTags: "RoutingPreference="}, nil, PIPIPTags, "RoutingPreference="},
 		{"additional ip bad", map[string]string{AdditionalPublicIPs: "1.2.3.4,x"}, nil, AdditionalPublicIPs, "x"},
 		{"configurations with ip", map[string]string{LoadBalancerConfigs: "lb1", IPv4: "203.0.113.1"}, nil, LoadBalancerConfigs, "lb1"},
@@ -374,6 +373,20 @@ func TestParseLenient(t *testing.T) {
 		{name: "malformed spec range", mod: func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/33", "10.1.0.0/16"} },
 			wantRanges: []string{"10.1.0.0/16"}, wantInvalid: []string{"spec.loadBalancerSourceRanges=10.0.0.0/33"},
 			wantWarn: []Warning{{Reason: ReasonSourceRangeIgnored, Annotation: "spec.loadBalancerSourceRanges", Value: "10.0.0.0/33"}}},
+		{name: "pip tags: pairs without a key or \"=\" skipped, values trimmed, empty value kept",
+			ann:      map[string]string{PIPTags: "a=b,c= d,e =, =f"},
+			wantWarn: []Warning{{Reason: ReasonPIPTagIgnored, Annotation: PIPTags, Value: " =f"}},
+			check:    pipTags(map[string]string{"a": "b", "c": "d", "e": ""})},
+		{name: "pip tags: no \"=\", two \"=\", empty entries", ann: map[string]string{PIPTags: " a=b,c,url=http://x?y=z,, "},
+			wantWarn: []Warning{{Reason: ReasonPIPTagIgnored, Annotation: PIPTags, Value: "c"}, {Reason: ReasonPIPTagIgnored, Annotation: PIPTags, Value: "url=http://x?y=z"}},
+			check:    pipTags(map[string]string{"a": "b"})},
+		{name: "pip tags: a null value keeps its spaces", ann: map[string]string{PIPTags: "k= Null ,n=null,m= NULLX "},
+			check: pipTags(map[string]string{"k": " Null ", "n": "null", "m": "NULLX"})},
+		{name: "pip tags: a key given again takes the later value", ann: map[string]string{PIPTags: "a=1,A=2,b=x,a=3"},
+			wantWarn: []Warning{{Reason: ReasonPIPTagIgnored, Annotation: PIPTags, Value: "a=1"}, {Reason: ReasonPIPTagIgnored, Annotation: PIPTags, Value: "A=2"}},
+			check:    pipTags(map[string]string{"a": "3", "b": "x"})},
+		{name: "pip tags: nothing usable", ann: map[string]string{PIPTags: "=x"},
+			wantWarn: []Warning{{Reason: ReasonPIPTagIgnored, Annotation: PIPTags, Value: "=x"}}, check: pipTags(nil)},
 		{name: "every allowed range malformed", ann: map[string]string{AllowedIPRanges: "x,y"},
 			wantInvalid: []string{AllowedIPRanges + "=x", AllowedIPRanges + "=y"},
 			wantWarn: []Warning{{Reason: ReasonSourceRangeIgnored, Annotation: AllowedIPRanges, Value: "x"},
@@ -410,6 +423,15 @@ func TestParseLenient(t *testing.T) {
 				tc.check(t, o)
 			}
 		})
+	}
+}
+
+func pipTags(want map[string]string) func(t *testing.T, o *ServiceOptions) {
+	return func(t *testing.T, o *ServiceOptions) {
+		t.Helper()
+		if !reflect.DeepEqual(o.PIPTags, want) {
+			t.Fatalf("pip tags %q, want %q", o.PIPTags, want)
+		}
 	}
 }
 
