@@ -75,7 +75,7 @@ func Build(o BuildOptions) (*Parts, error) {
 		// Several load balancers need IP-based pools (the configuration is validated so).
 		pools := backends.NewNodeIP(o.Config, o.Writers, o.PoolEntries)
 		p, err := multislb.New(multislb.Options{Config: o.Config, Writers: o.Writers, Pools: pools, PrivateLinks: o.PrivateLinks, Recorder: o.Recorder,
-			Services: o.Services, Namespaces: o.Namespaces, EndpointNodes: o.EndpointNodes, DryRun: o.DryRun != nil})
+			Namespaces: o.Namespaces, EndpointNodes: o.EndpointNodes, DryRun: o.DryRun != nil})
 		if err != nil {
 			return nil, fmt.Errorf("multipleStandardLoadBalancerConfigurations: %w", err)
 		}

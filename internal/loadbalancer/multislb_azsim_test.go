@@ -144,8 +144,8 @@ func TestMultiSLBPlacementMoveAndNodes(t *testing.T) {
 
 	// Annotation naming an unknown configuration: a warning and no change.
 	bad := service("a4aaaaaa-0000-0000-0000-000000000000", "bad", map[string]string{annotations.LoadBalancerConfigs: "nope"})
-	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, bad, nodes); err == nil {
-		t.Fatal("no error for an unknown configuration")
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, bad, nodes); err == nil || strings.Count(err.Error(), "service default/bad") != 1 {
+		t.Fatalf("error %v, want one naming the service once for an unknown configuration", err)
 	}
 	if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, multislb.ReasonNoEligibleLoadBalancer) }) {
 		t.Fatal("no NoEligibleLoadBalancer event")
@@ -164,7 +164,11 @@ func TestMultiSLBPlacementMoveAndNodes(t *testing.T) {
 	}
 }
 
-func TestMultiSLBSharedInternalIPMovesTogether(t *testing.T) {
+// A service whose frontend another service uses is never moved, and neither is that other
+// service: the move is refused with a Warning on the service whose change asked for it, and
+// nothing is written. A service asking for an IP that lives on a load balancer it may not use
+// is refused likewise.
+func TestMultiSLBSharedIPIsNotMoved(t *testing.T) {
 	e, idx := multiEnv(t)
 	ctx := ctxT(t)
 	nodes := []*v1.Node{node("n1", "10.240.0.11", nil)}
@@ -179,27 +183,96 @@ func TestMultiSLBSharedInternalIPMovesTogether(t *testing.T) {
 	if !holds(lb, p1) || !holds(lb, p2) || len(lb.Properties.FrontendIPConfigurations) != 1 {
 		t.Fatalf("both services should share one frontend on lb-a-internal")
 	}
-	// Both lose the label: the group moves; the IP stays.
-	p1.Labels, p2.Labels = nil, nil
-	_ = idx.Update(p2)
-	if ip := e.ensure(t, ctx, idx, p1, nodes); ip != "10.240.0.200" {
-		t.Fatalf("p1 IP %s", ip)
-	}
-	if old := e.lbOrNil(t, "lb-a-internal"); old != nil && (holds(old, p1) || holds(old, p2)) {
-		t.Fatal("the group did not leave lb-a-internal together")
-	}
-	if ip := e.ensure(t, ctx, idx, p2, nodes); ip != "10.240.0.200" {
-		t.Fatalf("p2 IP %s", ip)
-	}
-	var on string
-	for _, name := range []string{testCluster + "-internal", "lb-b-internal"} {
-		if l := e.lbOrNil(t, name); holds(l, p1) && holds(l, p2) {
-			on = name
+	drain(e)
+	refused := func(svc *v1.Service, reason, msg string) {
+		t.Helper()
+		before := e.writes(t)
+		_, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nodes)
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("ensure %s: error %v, want one with %q", svc.Name, err, msg)
+		}
+		if n := strings.Count(err.Error(), "service default/"+svc.Name+":"); n != 1 {
+			t.Fatalf("the service is named %d times in %q", n, err)
+		}
+		evs := drain(e)
+		if !slices.ContainsFunc(evs, func(ev string) bool { return strings.Contains(ev, "Warning "+reason) && strings.Contains(ev, msg) }) {
+			t.Fatalf("no Warning %s with %q in %v", reason, msg, evs)
+		}
+		if slices.ContainsFunc(evs, func(ev string) bool { return strings.Contains(ev, multislb.ReasonLoadBalancerMoved) }) {
+			t.Fatalf("a service moved: %v", evs)
+		}
+		if w := e.writes(t) - before; w != 0 {
+			t.Fatalf("a refused reconcile wrote %d times", w)
 		}
 	}
-	if on == "" {
-		t.Fatal("p1 and p2 are not together on one internal load balancer")
+	stay := func() {
+		t.Helper()
+		if l := e.lbOrNil(t, "lb-a-internal"); !holds(l, p1) || !holds(l, p2) {
+			t.Fatal("p1 and p2 are no longer both on lb-a-internal")
+		}
 	}
+	// p2 loses the label: its move would take the frontend p1 uses, so it is refused.
+	p2.Labels = nil
+	_ = idx.Update(p2)
+	refused(p2, multislb.ReasonMoveRefused, `service "p2" cannot migrate from load balancer "lb-a-internal" to "kubernetes-internal" because frontend IP "ab1bbbbbb00000000000000000000000" is also referenced by other resources: load balancing rule ab1bbbbbb00000000000000000000000-TCP-80`)
+	stay()
+	// p1, untouched, reconciles where it is.
+	e.ensure(t, ctx, idx, p1, nodes)
+	stay()
+	// p1 loses it too: refused as well (p2's rules use its frontend).
+	p1.Labels = nil
+	_ = idx.Update(p1)
+	refused(p1, multislb.ReasonMoveRefused, `service "p1" cannot migrate from load balancer "lb-a-internal"`)
+	stay()
+	// A new service asking for the same IP, not eligible on lb-a.
+	p3 := service("b3bbbbbb-0000-0000-0000-000000000000", "p3", ann, v1.ServicePort{Name: "y", Port: 82, NodePort: 30082, Protocol: v1.ProtocolTCP})
+	refused(p3, multislb.ReasonNoEligibleLoadBalancer, `service "p3" specifies an IP that resides on load balancer "lb-a-internal", which is not in the eligible set [kubernetes lb-b]`)
+	// The labels come back: both reconcile where they are.
+	p1.Labels, p2.Labels = map[string]string{"team": "a"}, map[string]string{"team": "a"}
+	e.ensure(t, ctx, idx, p1, nodes)
+	e.ensure(t, ctx, idx, p2, nodes)
+	stay()
+}
+
+// The configurations annotation with a requested IP is refused with several load balancers,
+// before anything is written; with one load balancer the annotation means nothing and the
+// service reconciles.
+func TestMultiSLBConfigurationsWithARequestedIP(t *testing.T) {
+	nodes := []*v1.Node{node("n1", "10.240.0.11", nil)}
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+	}{
+		{"address", map[string]string{annotations.Internal: "true", annotations.IPv4: "10.240.0.201", annotations.LoadBalancerConfigs: "lb-b"}},
+		{"public IP name", map[string]string{annotations.PIPName: "user-pip", annotations.LoadBalancerConfigs: "lb-b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := multiEnv(t)
+			ctx := ctxT(t)
+			svc := service("c1cccccc-0000-0000-0000-000000000000", "both", tc.ann)
+			before := e.writes(t)
+			_, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nodes)
+			want := `service default/both: service "both" has conflicting load balancer configuration: both a load balancer name (service.beta.kubernetes.io/azure-load-balancer-configurations) and an IP address are specified: `
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("error %v, want one opening with %q", err, want)
+			}
+			if !slices.ContainsFunc(drain(e), func(ev string) bool { return strings.Contains(ev, "Warning "+multislb.ReasonConflictingConfiguration) }) {
+				t.Fatal("no Warning event")
+			}
+			if w := e.writes(t) - before; w != 0 {
+				t.Fatalf("%d writes", w)
+			}
+		})
+	}
+	t.Run("one load balancer", func(t *testing.T) {
+		e := newEnv(t, config.BackendPoolNodeIP)
+		svc := service("c2cccccc-0000-0000-0000-000000000000", "one", map[string]string{annotations.Internal: "true",
+			annotations.IPv4: "10.240.0.202", annotations.LoadBalancerConfigs: "lb-b"})
+		st, err := e.lb.EnsureLoadBalancer(ctxT(t), testCluster, svc, nodes)
+		if err != nil || len(st.Ingress) != 1 || st.Ingress[0].IP != "10.240.0.202" {
+			t.Fatalf("%v %v", st, err)
+		}
+	})
 }
 
 func TestMultiSLBLocalPool(t *testing.T) {

@@ -42,6 +42,9 @@ func (l *LoadBalancer) ensureService(ctx context.Context, clusterName string, sv
 		if err := l.multi.CheckClusterName(svc, clusterName); err != nil {
 			return nil, err
 		}
+		if err := l.multi.CheckRequest(s); err != nil {
+			return nil, fmt.Errorf("service %s: %w", s.Key(), err)
+		}
 		s.LocalPool = s.IsLocal()
 	}
 	st, err := l.ensure(ctx, l.cluster(clusterName), s, nodes)
@@ -210,7 +213,6 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	if err != nil {
 		return nil, err
 	}
-	var members []*plan.Service
 	release := func() {}
 	if l.multi != nil {
 		p, err := l.multi.PlaceService(ctx, c, s, fronts)
@@ -225,9 +227,9 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 				return nil, err
 			}
 		}
-		c, members = p.Cluster, p.Members
+		c = p.Cluster
 	}
-	lb, err := l.applyService(ctx, c, s, fronts, members)
+	lb, err := l.applyService(ctx, c, s, fronts)
 	release() // the rules are on Azure (or not coming): placement counts them from there now
 	if err != nil {
 		return nil, err
@@ -235,25 +237,22 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	return l.finish(ctx, c, s, lb, fronts, listed, plans, pipAddrs, nodes)
 }
 
-// move takes the service and the services sharing its frontend off the load balancers they
-// must leave: the frontend (public IP or private address) must leave the old load balancer
-// before the new one can carry it.
+// move takes the service off the load balancers it must leave: the frontend (public IP or
+// private address) must leave the old load balancer before the new one can carry it. Placement
+// never moves a service whose frontend something else uses there.
 func (l *LoadBalancer) move(ctx context.Context, p *multislb.Placement, s *plan.Service) error {
-	for _, m := range append([]*plan.Service{s}, p.Members...) {
-		for _, in := range []bool{false, true} {
-			why := fmt.Sprintf("the service moved to load balancer %s; a private link service cannot move with it, so its alias changes and private endpoints must connect to the new one", p.Cluster.LBName(in))
-			if err := l.removeFromLB(ctx, p.From, p.From.LBName(in), m, why); err != nil {
-				return fmt.Errorf("moving off %s: %w", p.From.LBName(in), err)
-			}
+	for _, in := range []bool{false, true} {
+		why := fmt.Sprintf("the service moved to load balancer %s; a private link service cannot move with it, so its alias changes and private endpoints must connect to the new one", p.Cluster.LBName(in))
+		if err := l.removeFromLB(ctx, p.From, p.From.LBName(in), s, why); err != nil {
+			return fmt.Errorf("moving off %s: %w", p.From.LBName(in), err)
 		}
-		l.multi.Moved(m, p.From, p.Cluster)
 	}
+	l.multi.Moved(s, p.From, p.Cluster)
 	return nil
 }
 
-// applyService writes the service's frontends, rules and probes on its load balancer, with
-// those of the services sharing its frontend that moved with it.
-func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *plan.Service, fronts []plan.Frontend, members []*plan.Service) (*armnetwork.LoadBalancer, error) {
+// applyService writes the service's frontends, rules and probes on its load balancer.
+func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *plan.Service, fronts []plan.Frontend) (*armnetwork.LoadBalancer, error) {
 	name := c.LBName(s.Opts.Internal)
 	w := l.lbWriter(c, name)
 	apply := func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
@@ -262,14 +261,6 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range members {
-			if n, err := plan.ApplyService(next, c, m, fronts); err == nil {
-				next = n
-			} else {
-				klog.ErrorS(err, "Re-applying a service that shares the moved IP", "service", m.Key())
-			}
-		}
-		// Checked after the members too: they bring rules of their own.
 		if err := plan.CheckRuleLimit(name, before, plan.Rules(next), c.MaxRules); err != nil {
 			return nil, err
 		}

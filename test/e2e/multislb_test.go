@@ -132,6 +132,23 @@ func (m *mslbEnv) event(kind, name, reason string) framework.Condition {
 	}
 }
 
+// eventWith holds when the named object has an event with the reason whose message contains
+// text.
+func (m *mslbEnv) eventWith(kind, name, reason, text string) framework.Condition {
+	return func(ctx context.Context) (bool, error) {
+		evs, err := m.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == kind && ev.Reason == reason && strings.Contains(ev.Message, text) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no %s event with %q on %s %s", reason, text, kind, name)
+	}
+}
+
 func (m *mslbEnv) ipOf(name string) string {
 	m.t.Helper()
 	s := m.waitIP(name)
@@ -230,7 +247,7 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		}, lbWait)
 	})
 
-	t.Run("two services sharing an internal IP move together", func(t *testing.T) {
+	t.Run("two services sharing an internal IP are never moved", func(t *testing.T) {
 		m := m.with(t)
 		ann := map[string]string{annotations.Internal: "true", annotations.IPv4: "10.240.0.250"}
 		for i, name := range []string{"mslb-share1", "mslb-share2"} {
@@ -240,34 +257,37 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 		}
 		s1, s2 := m.onLB("mslb-share1", "lb-a-internal"), m.onLB("mslb-share2", "lb-a-internal")
 		eqs(t, "shared IPs", append(ingressIPs(s1), ingressIPs(s2)...), []string{"10.240.0.250", "10.240.0.250"})
-		// Only share2 loses the label: the pair has no common load balancer, nothing moves.
-		m.update("mslb-share2", func(s *corev1.Service) { s.Labels = nil })
-		m.waitFor("NoEligibleLoadBalancer on share2", m.event("Service", "mslb-share2", "NoEligibleLoadBalancer"), lbWait)
-		if on := m.lbOf(m.mustState(), s1); on != "lb-a-internal" {
-			t.Fatalf("share1 moved alone to %s", on)
+		both := func() {
+			t.Helper()
+			st := m.mustState()
+			if a, b := m.lbOf(st, s1), m.lbOf(st, s2); a != "lb-a-internal" || b != "lb-a-internal" {
+				t.Fatalf("share1 on %q, share2 on %q", a, b)
+			}
 		}
-		// share1 loses it too: both move, the address stays.
+		// share2 loses the label: moving it would take the frontend share1 uses; refused on
+		// share2, the service whose change asked for it, and nothing moves.
+		m.update("mslb-share2", func(s *corev1.Service) { s.Labels = nil })
+		m.waitFor("the move refused on share2", m.eventWith("Service", "mslb-share2", "DeletingFrontendIPConfiguration", `cannot migrate from load balancer "lb-a-internal"`), lbWait)
+		m.waitFor("the service controller's failure on share2", m.eventWith("Service", "mslb-share2", "SyncLoadBalancerFailed", "cannot migrate"), lbWait)
+		both()
+		// share1 loses it too: refused as well.
 		m.update("mslb-share1", func(s *corev1.Service) { s.Labels = nil })
-		var target string
-		m.waitFor("both on one internal LB", func(ctx context.Context) (bool, error) {
-			st, err := m.state(ctx)
-			if err != nil {
-				return false, err
-			}
-			a, b := m.lbOf(st, s1), m.lbOf(st, s2)
-			if a != b || a == "lb-a-internal" || a == "" || strings.Contains(a, ",") {
-				return false, fmt.Errorf("share1 on %q, share2 on %q", a, b)
-			}
-			target = a
-			fes := st.LBs[a].Properties.FrontendIPConfigurations
-			if len(fes) != 1 || deref(fes[0].Properties.PrivateIPAddress) != "10.240.0.250" {
-				return false, fmt.Errorf("%s frontends %d", a, len(fes))
-			}
-			return true, nil
-		}, lbWait)
-		t.Logf("the pair moved to %s", target)
+		m.waitFor("the move refused on share1", m.eventWith("Service", "mslb-share1", "DeletingFrontendIPConfiguration", "cannot migrate"), lbWait)
+		both()
 		for _, n := range []string{"mslb-share1", "mslb-share2"} {
+			if ok, _ := m.event("Service", n, "LoadBalancerMoved")(lbCtx(t)); ok {
+				t.Fatalf("%s got LoadBalancerMoved", n)
+			}
 			eqs(t, n+" IP", ingressIPs(m.get(n)), []string{"10.240.0.250"})
+		}
+		// The configurations annotation with a requested IP is refused before anything is
+		// written.
+		m.create(lbService("mslb-conflict", map[string]string{annotations.Internal: "true", annotations.IPv4: "10.240.0.251",
+			annotations.LoadBalancerConfigs: "lb-b"}, lbTCP(8090)))
+		m.waitFor("the conflict refused", m.eventWith("Service", "mslb-conflict", "ConflictingLoadBalancerConfiguration",
+			`service "mslb-conflict" has conflicting load balancer configuration`), lbWait)
+		if on := m.lbOf(m.mustState(), m.get("mslb-conflict")); on != "" {
+			t.Fatalf("mslb-conflict is on %s", on)
 		}
 	})
 
@@ -346,7 +366,7 @@ func TestMultipleStandardLoadBalancers(t *testing.T) {
 	t.Run("deleting every service leaves nothing", func(t *testing.T) {
 		m := m.with(t)
 		// share2 first: share1's frontend (named after it) stays while share2's rules use it.
-		for _, n := range []string{"mslb-ann", "mslb-team", "mslb-plain1", "mslb-plain2", "mslb-plain3", "mslb-share2", "mslb-share1", "mslb-local", "mslb-drain"} {
+		for _, n := range []string{"mslb-ann", "mslb-team", "mslb-plain1", "mslb-plain2", "mslb-plain3", "mslb-share2", "mslb-share1", "mslb-conflict", "mslb-local", "mslb-drain"} {
 			m.deleteAndWaitGone(m.get(n))
 		}
 		m.waitFor("every load balancer deleted", func(ctx context.Context) (bool, error) {

@@ -18,9 +18,15 @@ type InvalidError struct {
 	Annotation string
 	Value      string
 	Reason     string
+	// Lead, when set, is the existing provider's message for the mistake, which users and
+	// tools match on: it opens the message, Reason follows it.
+	Lead string
 }
 
 func (e *InvalidError) Error() string {
+	if e.Lead != "" {
+		return e.Lead + ": " + e.Reason
+	}
 	return fmt.Sprintf("invalid value %q for %s: %s", e.Value, e.Annotation, e.Reason)
 }
 
@@ -325,12 +331,11 @@ func Parse(svc *v1.Service) (*ServiceOptions, error) {
 	if v, ok := p.get(Mode); ok {
 		o.Mode = v
 	}
+	// With a requested IP it is refused only where it means something: with several load
+	// balancers (package placement), as the existing provider does.
 	if v, ok := p.get(LoadBalancerConfigs); ok {
 		for _, s := range list(v, ",") {
 			o.Configurations = append(o.Configurations, strings.ToLower(s))
-		}
-		if len(o.Configurations) > 0 && (o.IPv4.IsValid() || o.IPv6.IsValid()) {
-			p.fail(LoadBalancerConfigs, v, "cannot be combined with a requested load balancer IP")
 		}
 	}
 
@@ -358,6 +363,7 @@ func Parse(svc *v1.Service) (*ServiceOptions, error) {
 }
 
 func (p *parser) parseIPs(svc *v1.Service, o *ServiceOptions) {
+	key4, key6 := IPv4, IPv6
 	if v, ok := p.get(IPv4); ok && v != "" {
 		o.IPv4 = p.addr(IPv4, v, true, false)
 	}
@@ -370,11 +376,33 @@ func (p *parser) parseIPs(svc *v1.Service, o *ServiceOptions) {
 		switch {
 		case !a.IsValid():
 		case a.Is4() && !o.IPv4.IsValid():
-			o.IPv4 = a
+			o.IPv4, key4 = a, "spec.loadBalancerIP"
 		case a.Is6() && !o.IPv6.IsValid():
-			o.IPv6 = a
+			o.IPv6, key6 = a, "spec.loadBalancerIP"
 		}
 	}
+	if !o.Internal {
+		o.IPv4 = p.publicIP(svc, key4, o.IPv4)
+		o.IPv6 = p.publicIP(svc, key6, o.IPv6)
+	}
+}
+
+// azureReserved are addresses of the Azure platform that no public IP has (the shared address
+// space the platform uses, and the wire server).
+var azureReserved = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("168.63.129.16/32")}
+
+// publicIP refuses, on a public service, a requested address that no public IP can have
+// (private, reserved, not unicast), before any public IP is looked up, with the existing
+// provider's message. It returns a, or no address when refused.
+func (p *parser) publicIP(svc *v1.Service, key string, a netip.Addr) netip.Addr {
+	if !a.IsValid() || (a.IsGlobalUnicast() && !a.IsPrivate() && !slices.ContainsFunc(azureReserved, func(r netip.Prefix) bool { return r.Contains(a) })) {
+		return a
+	}
+	p.errs = append(p.errs, &InvalidError{Annotation: key, Value: a.String(),
+		Lead: fmt.Sprintf("external Service %q cannot use non-public LoadBalancer IP %q; use an internal LoadBalancer annotation or a valid Azure Public IP address",
+			svc.Namespace+"/"+svc.Name, a.String()),
+		Reason: fmt.Sprintf("%s=%s is a private, reserved or not a unicast address, which no public IP has", key, a)})
+	return netip.Addr{}
 }
 
 func (p *parser) checkProbeTotal(o *ServiceOptions, port *int32, key string) {
@@ -397,7 +425,10 @@ func (p *parser) parsePorts(svc *v1.Service, o *ServiceOptions) {
 		}
 		if v, ok := p.get(PortProbeKey(port, PortProbePort)); ok && v != "" {
 			key := PortProbeKey(port, PortProbePort)
-			n, nerr := strconv.ParseInt(v, 10, 32)
+			n, nerr := strconv.ParseInt(v, 10, 64)
+			// The existing provider's messages open the errors: "failed to parse annotation
+			// <key>: port <n> is out of range" and "…: port <name> not found in service".
+			lead := "failed to parse annotation " + key + ": port " + v
 			switch {
 			case probePortExists(svc, v):
 				po.Probe.Port = v
@@ -406,9 +437,11 @@ func (p *parser) parsePorts(svc *v1.Service, o *ServiceOptions) {
 				po.Probe.Port = v
 				p.warn(ReasonProbePortNotServicePort, key, v, "is not a port of the service; the load balancer probes port %d on the nodes directly", n)
 			case nerr == nil:
-				p.fail(key, v, "must be a port of the service or a port number between 1 and 65535")
+				p.errs = append(p.errs, &InvalidError{Annotation: key, Value: v, Lead: lead + " is out of range",
+					Reason: "a probe port is a port of the service (number or name) or a port number between 1 and 65535"})
 			default:
-				p.fail(key, v, "names no port (number or name) of the service")
+				p.errs = append(p.errs, &InvalidError{Annotation: key, Value: v, Lead: lead + " not found in service",
+					Reason: "a probe port is a port of the service (number or name) or a port number between 1 and 65535"})
 			}
 		}
 		o.Ports[port] = po

@@ -127,6 +127,21 @@ func TestParseValid(t *testing.T) {
 				t.Fatal(o.Configurations)
 			}
 		}},
+		{"configurations with a requested IP: placement decides", map[string]string{LoadBalancerConfigs: "lb1", IPv4: "203.0.113.1"}, nil, func(t *testing.T, o *ServiceOptions) {
+			if !reflect.DeepEqual(o.Configurations, []string{"lb1"}) || o.IPv4.String() != "203.0.113.1" {
+				t.Fatal(o.Configurations, o.IPv4)
+			}
+		}},
+		{"internal service with a private address", map[string]string{Internal: "true"}, func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.240.0.9" }, func(t *testing.T, o *ServiceOptions) {
+			if o.IPv4.String() != "10.240.0.9" {
+				t.Fatal(o.IPv4)
+			}
+		}},
+		{"public service with a public address of a documentation range", map[string]string{IPv6: "2001:db8::9"}, func(s *v1.Service) { s.Spec.LoadBalancerIP = "198.51.100.9" }, func(t *testing.T, o *ServiceOptions) {
+			if o.IPv4.String() != "198.51.100.9" || o.IPv6.String() != "2001:db8::9" {
+				t.Fatal(o.IPv4, o.IPv6)
+			}
+		}},
 		{"idle timeout", map[string]string{TCPIdleTimeout: "100"}, nil, func(t *testing.T, o *ServiceOptions) {
 			if o.IdleTimeoutMinutes != 100 {
 				t.Fatal(o.IdleTimeoutMinutes)
@@ -274,7 +289,13 @@ func TestParseInvalid(t *testing.T) {
 		{"dns label too short", map[string]string{DNSLabelName: "ab"}, nil, DNSLabelName, "ab"},
 		{"ip tags no tag", map[string]string{PIPIPTags: "RoutingPreference="}, nil, PIPIPTags, "RoutingPreference="},
 		{"additional ip bad", map[string]string{AdditionalPublicIPs: "1.2.3.4,x"}, nil, AdditionalPublicIPs, "x"},
-		{"configurations with ip", map[string]string{LoadBalancerConfigs: "lb1", IPv4: "203.0.113.1"}, nil, LoadBalancerConfigs, "lb1"},
+		{"public service, private spec address", nil, func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.0.0.5" }, "spec.loadBalancerIP", "10.0.0.5"},
+		{"public service, private ipv4 annotation", map[string]string{IPv4: "192.168.1.1"}, nil, IPv4, "192.168.1.1"},
+		{"public service, shared address space", map[string]string{IPv4: "100.64.0.1"}, nil, IPv4, "100.64.0.1"},
+		{"public service, wire server", map[string]string{IPv4: "168.63.129.16"}, nil, IPv4, "168.63.129.16"},
+		{"public service, multicast", map[string]string{IPv4: "224.0.0.1"}, nil, IPv4, "224.0.0.1"},
+		{"public service, unique local ipv6", map[string]string{IPv6: "fd00::1"}, nil, IPv6, "fd00::1"},
+		{"public service, link-local ipv6 by spec", nil, func(s *v1.Service) { s.Spec.LoadBalancerIP = "fe80::1" }, "spec.loadBalancerIP", "fe80::1"},
 		{"idle timeout low", map[string]string{TCPIdleTimeout: "3"}, nil, TCPIdleTimeout, "3"},
 		{"idle timeout high", map[string]string{TCPIdleTimeout: "101"}, nil, TCPIdleTimeout, "101"},
 		{"idle timeout not int", map[string]string{TCPIdleTimeout: "4m"}, nil, TCPIdleTimeout, "4m"},
@@ -293,6 +314,8 @@ func TestParseInvalid(t *testing.T) {
 		{"per-port probe port unknown name", map[string]string{PortProbeKey(80, PortProbePort): "metrics"}, nil, PortProbeKey(80, PortProbePort), "metrics"},
 		{"per-port probe port zero", map[string]string{PortProbeKey(80, PortProbePort): "0"}, nil, PortProbeKey(80, PortProbePort), "0"},
 		{"per-port probe port too high", map[string]string{PortProbeKey(80, PortProbePort): "70000"}, nil, PortProbeKey(80, PortProbePort), "70000"},
+		{"per-port probe port negative", map[string]string{PortProbeKey(80, PortProbePort): "-1"}, nil, PortProbeKey(80, PortProbePort), "-1"},
+		{"per-port probe port past int32", map[string]string{PortProbeKey(80, PortProbePort): "99999999999"}, nil, PortProbeKey(80, PortProbePort), "99999999999"},
 		{"no lb rule not bool", map[string]string{PortNoLBRuleKey(80): "x"}, nil, PortNoLBRuleKey(80), "x"},
 		{"no probe rule not bool", map[string]string{PortNoProbeRuleKey(53): "x"}, nil, PortNoProbeRuleKey(53), "x"},
 		{"allowed ranges with spec ranges", map[string]string{AllowedIPRanges: "10.0.0.0/8"}, func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"} }, AllowedIPRanges, "10.0.0.0/8"},
@@ -432,6 +455,40 @@ func pipTags(want map[string]string) func(t *testing.T, o *ServiceOptions) {
 		if !reflect.DeepEqual(o.PIPTags, want) {
 			t.Fatalf("pip tags %q, want %q", o.PIPTags, want)
 		}
+	}
+}
+
+// Where users and tools match on the existing provider's messages, the error opens with them.
+func TestParseMessagesOfTheExistingProvider(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		mod  func(*v1.Service)
+		want string
+	}{
+		{"probe port out of range", map[string]string{PortProbeKey(80, PortProbePort): "70000"}, nil,
+			"failed to parse annotation service.beta.kubernetes.io/port_80_health-probe_port: port 70000 is out of range: " +
+				"a probe port is a port of the service (number or name) or a port number between 1 and 65535"},
+		{"probe port negative", map[string]string{PortProbeKey(80, PortProbePort): "-1"}, nil,
+			"failed to parse annotation service.beta.kubernetes.io/port_80_health-probe_port: port -1 is out of range: "},
+		{"probe port name not found", map[string]string{PortProbeKey(80, PortProbePort): "metrics"}, nil,
+			"failed to parse annotation service.beta.kubernetes.io/port_80_health-probe_port: port metrics not found in service: "},
+		{"non-public spec.loadBalancerIP", nil, func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.0.0.5" },
+			`external Service "default/web" cannot use non-public LoadBalancer IP "10.0.0.5"; use an internal LoadBalancer annotation or a valid Azure Public IP address: ` +
+				"spec.loadBalancerIP=10.0.0.5 is a private, reserved or not a unicast address, which no public IP has"},
+		{"non-public ipv6 annotation", map[string]string{IPv6: "fd00::1"}, nil,
+			`external Service "default/web" cannot use non-public LoadBalancer IP "fd00::1"; `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := svcWith(tc.ann)
+			if tc.mod != nil {
+				tc.mod(s)
+			}
+			_, err := Parse(s)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %q, want it to open with %q", err, tc.want)
+			}
+		})
 	}
 }
 

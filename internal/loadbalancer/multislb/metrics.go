@@ -15,12 +15,14 @@ const (
 
 var (
 	// placements counts service placement decisions that placed a new service, moved one, found
-	// no eligible load balancer, or found none with room under maximumLoadBalancerRuleCount.
+	// no eligible load balancer, found none with room under maximumLoadBalancerRuleCount,
+	// refused a move (its frontend is used by something else too) or refused the
+	// configurations annotation with a requested IP.
 	placements = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "service_placements_total", StabilityLevel: metrics.ALPHA,
-		Help: "Service placement decisions by result (placed, moved, no_eligible, rule_limit).",
+		Help: "Service placement decisions by result (placed, moved, no_eligible, rule_limit, move_refused, conflict).",
 	}, []string{"result"})
-	// moves counts services moved to another load balancer (each service of a shared IP counts).
+	// moves counts services moved to another load balancer.
 	moves = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "service_moves_total", StabilityLevel: metrics.ALPHA,
 		Help: "Services moved to another load balancer because they were no longer eligible on theirs.",

@@ -17,16 +17,13 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/dryrun"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/placement"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
@@ -43,6 +40,12 @@ const (
 	// ReasonRuleLimitReached: no eligible load balancer has room for the service's rules under
 	// maximumLoadBalancerRuleCount (the same reason as the single load balancer's refusal).
 	ReasonRuleLimitReached = "LoadBalancerRuleLimitReached"
+	// ReasonConflictingConfiguration: the azure-load-balancer-configurations annotation with a
+	// requested IP.
+	ReasonConflictingConfiguration = "ConflictingLoadBalancerConfiguration"
+	// ReasonMoveRefused: the service is no longer eligible where it is, but something else uses
+	// its frontend there (the existing provider's reason for refusing that move).
+	ReasonMoveRefused = "DeletingFrontendIPConfiguration"
 )
 
 // EndpointNodesFunc names the nodes hosting ready endpoints of a service; ok is false while
@@ -61,8 +64,6 @@ type Options struct {
 	PrivateLinks dryrun.PrivateLinkLists
 	// Recorder receives the placement events (optional).
 	Recorder record.EventRecorder
-	// Services lists services, to move the services sharing a frontend together (optional).
-	Services corelisters.ServiceLister
 	// Namespaces reads namespace labels for serviceNamespaceSelector (optional: without it no
 	// namespace selector matches).
 	Namespaces corelisters.NamespaceLister
@@ -175,6 +176,17 @@ func (p *Placer) CheckClusterName(svc *v1.Service, clusterName string) error {
 	return nil
 }
 
+// CheckRequest refuses, with a Warning on the service, the azure-load-balancer-configurations
+// annotation together with a requested IP, before anything of the service is written.
+func (p *Placer) CheckRequest(s *plan.Service) error {
+	if err := placement.Conflict(p.placeInput(s, "")); err != nil {
+		p.event(s.Svc, v1.EventTypeWarning, ReasonConflictingConfiguration, err.Error())
+		placements.WithLabelValues("conflict").Inc()
+		return err
+	}
+	return nil
+}
+
 // PendingRules counts the rules reserved by placements whose load balancer write has not landed
 // (0 once a burst is over).
 func (p *Placer) PendingRules() int {
@@ -191,12 +203,9 @@ func (p *Placer) PendingRules() int {
 type Placement struct {
 	// Cluster is the cluster settings of the target load balancers.
 	Cluster *plan.Cluster
-	// From, when set, is the configuration the service (and Members) must leave first: the
-	// frontend (public IP or private address) must leave the old load balancer before the new
-	// one can carry it.
+	// From, when set, is the configuration the service must leave first: the frontend (public
+	// IP or private address) must leave the old load balancer before the new one can carry it.
 	From *plan.Cluster
-	// Members are the other services sharing the service's frontend, moved and re-applied with it.
-	Members []*plan.Service
 	// Release drops the placement's pending rules once its load balancer write is done
 	// (idempotent).
 	Release func()
@@ -206,7 +215,9 @@ type Placement struct {
 }
 
 func (p *Placer) placeInput(s *plan.Service, current string) placement.Service {
-	in := placement.Service{Key: s.Key(), Labels: s.Svc.Labels, Requested: s.Opts.Configurations, Current: current}
+	o := s.Opts
+	in := placement.Service{Key: s.Key(), Labels: s.Svc.Labels, Requested: o.Configurations, Current: current,
+		PinsIP: o.IPv4.IsValid() || o.IPv6.IsValid() || o.PIPNameIPv4 != "" || o.PIPNameIPv6 != ""}
 	if p.o.Namespaces != nil {
 		if ns, err := p.o.Namespaces.Get(s.Svc.Namespace); err == nil {
 			in.NamespaceLabels = ns.Labels
@@ -265,9 +276,9 @@ func (p *Placer) privateLinkRoom(base *plan.Cluster, s *plan.Service, list []*ar
 	return full
 }
 
-// PlaceService chooses the configuration of s (and of the services sharing its frontend). It
-// writes nothing: when the service must move, Placement.From says where it is to be removed
-// from. fronts may be edited: a moved internal service keeps its private address.
+// PlaceService chooses the configuration of s. It writes nothing: when the service must move,
+// Placement.From says where it is to be removed from. fronts may be edited: a moved internal
+// service keeps its private address.
 func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.Service, fronts []plan.Frontend) (*Placement, error) {
 	internal := s.Opts.Internal
 	current, err := p.Locate(ctx, base, s.LBName(), internal)
@@ -276,12 +287,24 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 	}
 	rules := map[string]int{}
 	var holder string
-	var shared []*armnetwork.FrontendIPConfiguration
-	var holderLB *armnetwork.LoadBalancer
+	var holderFEs []*armnetwork.FrontendIPConfiguration
+	in := p.placeInput(s, current)
 	for _, c := range p.Clusters(base) {
 		lb, err := p.writer(c, internal).Peek(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+		}
+		if strings.EqualFold(c.LBNamePrefix, current) {
+			// What else uses the service's frontends where it is (either kind: after a switch
+			// public ⇄ internal the old frontend is still there).
+			in.SharedFrontend, in.SharedBy = plan.FrontendUsers(lb, s.LBName())
+			if in.SharedFrontend == "" {
+				other, err := p.writer(c, !internal).Peek(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("load balancer %s: %w", c.LBName(!internal), err)
+				}
+				in.SharedFrontend, in.SharedBy = plan.FrontendUsers(other, s.LBName())
+			}
 		}
 		if lb == nil || lb.Properties == nil {
 			continue
@@ -289,35 +312,22 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 		rules[c.LBNamePrefix] = len(lb.Properties.LoadBalancingRules)
 		if holder == "" {
 			if fes := plan.SharedFrontends(lb, s.LBName(), fronts); len(fes) > 0 {
-				holder, shared, holderLB = c.LBNamePrefix, fes, lb
+				holder, holderFEs = c.LBNamePrefix, fes
 			}
 		}
-	}
-	if current == "" {
-		current = holder
 	}
 	plsList, err := p.privateLinks(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	group := []placement.Service{p.placeInput(s, current)}
-	var members []*plan.Service
-	if holder != "" {
-		members = p.sharingServices(holderLB, s, shared)
-		for _, m := range members {
-			group = append(group, p.placeInput(m, holder))
-		}
-	}
-	need := 0
-	for _, m := range append([]*plan.Service{s}, members...) {
-		need += plan.RuleCount(m)
-	}
+	in.Holder, in.Internal = holder, internal
+	need := plan.RuleCount(s)
 	p.pendingMu.Lock()
 	for _, c := range p.Clusters(base) {
 		rules[c.LBNamePrefix] += p.pending[pendingKey(c.LBNamePrefix, internal)]
 	}
-	group[0].Full = p.privateLinkRoom(base, s, plsList)
-	d, err := placement.PlaceGroup(p.cfgs, group, rules, placement.RuleLimit{Max: base.MaxRules, Need: need})
+	in.Full = p.privateLinkRoom(base, s, plsList)
+	d, err := placement.Place(p.cfgs, in, rules, placement.RuleLimit{Max: base.MaxRules, Need: need})
 	release, releasePLS := func() {}, func() {}
 	if err == nil && (current == "" || d.Moved) {
 		release = p.reserve(p.pending, pendingKey(d.Name, internal), need)
@@ -326,11 +336,23 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 		}
 	}
 	p.pendingMu.Unlock()
-	var full *placement.RuleLimitError
+	var (
+		full     *placement.RuleLimitError
+		conflict *placement.ConflictError
+		refused  *placement.MoveRefusedError
+	)
 	switch {
 	case errors.As(err, &full):
 		p.event(s.Svc, v1.EventTypeWarning, ReasonRuleLimitReached, err.Error())
 		placements.WithLabelValues("rule_limit").Inc()
+		return nil, err
+	case errors.As(err, &conflict):
+		p.event(s.Svc, v1.EventTypeWarning, ReasonConflictingConfiguration, err.Error())
+		placements.WithLabelValues("conflict").Inc()
+		return nil, err
+	case errors.As(err, &refused):
+		p.event(s.Svc, v1.EventTypeWarning, ReasonMoveRefused, err.Error())
+		placements.WithLabelValues("move_refused").Inc()
 		return nil, err
 	case err != nil:
 		p.event(s.Svc, v1.EventTypeWarning, ReasonNoEligibleLoadBalancer, err.Error())
@@ -347,69 +369,25 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 	}
 	from := base.WithPrefix(d.From)
 	if internal {
-		plan.KeepPrivateIPs(fronts, shared)
-		if len(shared) == 0 {
-			old, err := p.writer(from, true).Peek(ctx)
-			if err != nil {
-				release()
-				releasePLS()
-				return nil, err
-			}
-			plan.KeepPrivateIPs(fronts, plan.ServiceFrontends(old, s.LBName()))
+		plan.KeepPrivateIPs(fronts, holderFEs)
+		old, err := p.writer(from, true).Peek(ctx)
+		if err != nil {
+			release()
+			releasePLS()
+			return nil, err
 		}
+		plan.KeepPrivateIPs(fronts, plan.ServiceFrontends(old, s.LBName()))
 	}
 	placements.WithLabelValues("moved").Inc()
-	return &Placement{Cluster: target, From: from, Members: members, Release: release, ReleasePrivateLink: releasePLS}, nil
+	return &Placement{Cluster: target, From: from, Release: release, ReleasePrivateLink: releasePLS}, nil
 }
 
-// Moved records that a service left from for to (called once per service moved).
+// Moved records that a service left from for to.
 func (p *Placer) Moved(m *plan.Service, from, to *plan.Cluster) {
 	moves.Inc()
 	internal := m.Opts.Internal
 	p.event(m.Svc, v1.EventTypeNormal, ReasonLoadBalancerMoved, fmt.Sprintf("moved from load balancer %s to %s (no longer eligible there); its IP is kept",
 		from.LBName(internal), to.LBName(internal)))
-}
-
-// sharingServices are the other Kubernetes services with rules on the given frontends of lb.
-// Rules of services the lister does not know (deleted, or not ours) stay where they are, and so
-// does their frontend.
-func (p *Placer) sharingServices(lb *armnetwork.LoadBalancer, s *plan.Service, fes []*armnetwork.FrontendIPConfiguration) []*plan.Service {
-	if p.o.Services == nil || len(fes) == 0 || lb == nil || lb.Properties == nil {
-		return nil
-	}
-	names := map[string]bool{}
-	for _, fe := range fes {
-		names[strings.ToLower(str(fe.Name))] = true
-	}
-	prefixes := map[string]bool{}
-	for _, r := range lb.Properties.LoadBalancingRules {
-		if r.Properties == nil || r.Properties.FrontendIPConfiguration == nil {
-			continue
-		}
-		if names[strings.ToLower(azureid.Name(str(r.Properties.FrontendIPConfiguration.ID)))] {
-			prefixes[strings.ToLower(str(r.Name))] = true
-		}
-	}
-	svcs, err := p.o.Services.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []*plan.Service
-	for _, other := range svcs {
-		if other.UID == s.Svc.UID || other.Spec.Type != v1.ServiceTypeLoadBalancer || other.DeletionTimestamp != nil || !plan.ServedHere(other) {
-			continue
-		}
-		pfx := strings.ToLower(naming.ServiceLBName(other.UID))
-		for r := range prefixes {
-			if strings.HasPrefix(r, pfx) {
-				ps := plan.Lenient(other)
-				ps.LocalPool = ps.IsLocal()
-				out = append(out, ps)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // event records an event when a recorder is configured.

@@ -98,9 +98,22 @@ type Service struct {
 	// Full are configurations whose load balancer has no room left for what the service needs
 	// (e.g. its private link service), with why. The service stays where it is regardless.
 	Full map[string]string
+	// Internal: the service is on the internal load balancers (for the names in messages).
+	Internal bool
+	// PinsIP: the service asks for a given IP (an address, or a public IP by name).
+	PinsIP bool
+	// Holder is the configuration whose load balancer already carries the IP the service asks
+	// for, or its own frontend ("" when none): where the IP is.
+	Holder string
+	// SharedFrontend is a frontend of the service on its current load balancer that something
+	// else uses too, and SharedBy says what (rules of other services, outbound or inbound NAT
+	// rules). While set, the frontend cannot leave that load balancer, and so the service
+	// cannot either.
+	SharedFrontend string
+	SharedBy       []string
 }
 
-// Decision is where a service (or a group of services sharing an IP) goes.
+// Decision is where a service goes.
 type Decision struct {
 	// Name of the chosen configuration.
 	Name string
@@ -117,7 +130,7 @@ type NoEligibleError struct {
 }
 
 func (e *NoEligibleError) Error() string {
-	return fmt.Sprintf("service %s: no load balancer configuration is eligible (%s)", e.Service, strings.Join(e.Reasons, "; "))
+	return fmt.Sprintf("no load balancer configuration is eligible (%s)", strings.Join(e.Reasons, "; "))
 }
 
 // Eligible returns the configurations service s may be on, in configuration order, or why none.
@@ -187,11 +200,11 @@ func hasServiceSelector(cfgs []Config, name string) bool {
 type RuleLimit struct {
 	// Max load-balancing rules per load balancer (0: no limit).
 	Max int
-	// Need is the number of rules the group brings.
+	// Need is the number of rules the service brings.
 	Need int
 }
 
-// RuleLimitError says that every eligible load balancer is too full for the group.
+// RuleLimitError says that every eligible load balancer is too full for the service.
 type RuleLimitError struct {
 	Service string
 	Need    int
@@ -206,64 +219,135 @@ func (e *RuleLimitError) Error() string {
 	for _, n := range e.Names {
 		parts = append(parts, fmt.Sprintf("%s has %d", n, e.Counts[n]))
 	}
-	return fmt.Sprintf("service %s needs %d load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount %d (%s)",
-		e.Service, e.Need, e.Max, strings.Join(parts, ", "))
+	return fmt.Sprintf("the service needs %d load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount %d (%s)",
+		e.Need, e.Max, strings.Join(parts, ", "))
 }
 
-// PlaceGroup places services that share a frontend IP: they go together, to a configuration
-// every one of them may use. rules counts the load-balancing rules on each configuration's load
-// balancer (of the group's kind); the group stays on its current configuration while all
-// members may use it, else it goes to the eligible one with the fewest rules (ties: the first in
-// configuration order) among those with room for limit.Need more rules. With no common
-// configuration nothing moves and the error says why; with no room anywhere the error is a
-// *RuleLimitError.
-func PlaceGroup(cfgs []Config, group []Service, rules map[string]int, limit RuleLimit) (Decision, error) {
-	if len(group) == 0 {
-		return Decision{}, fmt.Errorf("no service to place")
+// ConflictError refuses the azure-load-balancer-configurations annotation together with a
+// requested IP: the IP decides the load balancer (the one carrying it), so naming
+// configurations as well contradicts it or says nothing.
+type ConflictError struct{ Service string }
+
+func (e *ConflictError) Error() string {
+	// The existing provider's message opens it (users and tools match on it).
+	return fmt.Sprintf("service %q has conflicting load balancer configuration: both a load balancer name (%s) and an IP address are specified: "+
+		"the load balancer carrying the requested IP (spec.loadBalancerIP, azure-load-balancer-ipv4/ipv6, azure-pip-name/-ipv6) is the service's; "+
+		"remove the annotation, or the requested IP to let the annotation choose", serviceName(e.Service), annotationKey)
+}
+
+// IPElsewhereError refuses a service whose requested IP is on a load balancer it may not use:
+// the IP cannot leave it (other services use it there).
+type IPElsewhereError struct {
+	Service  string
+	LB       string
+	Eligible []string
+}
+
+func (e *IPElsewhereError) Error() string {
+	// The existing provider's message opens it.
+	return fmt.Sprintf("service %q specifies an IP that resides on load balancer %q, which is not in the eligible set %v: "+
+		"nothing changes until the service may use that load balancer (selectors, allowServicePlacement, the %s annotation) or asks for another IP",
+		serviceName(e.Service), e.LB, e.Eligible, annotationKey)
+}
+
+// MoveRefusedError refuses to move a service off a load balancer where its frontend is used by
+// something else too: the frontend cannot leave, and moving those others as well would change
+// services nobody touched.
+type MoveRefusedError struct {
+	Service  string
+	From, To string // load balancer names
+	Frontend string
+	By       []string
+}
+
+func (e *MoveRefusedError) Error() string {
+	// The existing provider's message opens it.
+	return fmt.Sprintf("service %q cannot migrate from load balancer %q to %q because frontend IP %q is also referenced by other resources: "+
+		"%s; the service stays on %s until it is eligible there again or nothing else uses the frontend",
+		serviceName(e.Service), e.From, e.To, e.Frontend, strings.Join(e.By, ", "), e.From)
+}
+
+const annotationKey = "service.beta.kubernetes.io/azure-load-balancer-configurations"
+
+// serviceName is the name part of a namespace/name key (the existing provider's messages name
+// services so).
+func serviceName(key string) string {
+	return key[strings.LastIndex(key, "/")+1:]
+}
+
+// Conflict refuses the configurations annotation together with a requested IP (nil when the
+// service has not both). Checked before anything else of the service is written.
+func Conflict(s Service) error {
+	if len(s.Requested) > 0 && s.PinsIP {
+		return &ConflictError{Service: s.Key}
 	}
-	var common []string
-	current := ""
-	for i, s := range group {
-		el, err := Eligible(cfgs, s)
-		if err != nil {
-			return Decision{}, err
+	return nil
+}
+
+// Place decides the configuration of service s. rules counts the load-balancing rules on each
+// configuration's load balancer (of the service's kind).
+//
+//   - The configurations annotation and a requested IP together are refused (*ConflictError).
+//   - The load balancer carrying the IP the service asks for (Holder) is its place; a requested
+//     IP on a load balancer the service may not use is refused (*IPElsewhereError).
+//   - Otherwise the service stays on its current configuration while it is eligible there, else
+//     it goes to the eligible one with the fewest rules (ties: the first in configuration order)
+//     among those with room for limit.Need more rules (none: *RuleLimitError).
+//   - A service never leaves a load balancer where something else uses its frontend
+//     (*MoveRefusedError): the frontend would have to go with it, and with it every service
+//     sharing the IP, which nobody asked for.
+func Place(cfgs []Config, s Service, rules map[string]int, limit RuleLimit) (Decision, error) {
+	if err := Conflict(s); err != nil {
+		return Decision{}, err
+	}
+	in := s
+	if in.Current == "" {
+		// Joining the services of an IP counts as being there already (allowServicePlacement,
+		// autoPlaceServices).
+		in.Current = s.Holder
+	}
+	el, err := Eligible(cfgs, in)
+	if err != nil {
+		return Decision{}, err
+	}
+	eligible := func(n string) bool {
+		return n != "" && slices.ContainsFunc(el, func(e string) bool { return strings.EqualFold(e, n) })
+	}
+	var target string
+	switch {
+	case eligible(s.Holder):
+		target = canonical(cfgs, s.Holder)
+	case s.PinsIP && s.Holder != "" && !strings.EqualFold(s.Holder, s.Current):
+		return Decision{}, &IPElsewhereError{Service: s.Key, LB: LBName(canonical(cfgs, s.Holder), s.Internal), Eligible: el}
+	case eligible(s.Current):
+		target = canonical(cfgs, s.Current)
+	default:
+		room := el
+		if limit.Max > 0 {
+			room = slices.DeleteFunc(slices.Clone(el), func(n string) bool { return rules[n]+limit.Need > limit.Max })
+			if len(room) == 0 {
+				return Decision{}, &RuleLimitError{Service: s.Key, Need: limit.Need, Max: limit.Max, Counts: rules, Names: el}
+			}
 		}
-		if i == 0 {
-			common = el
-		} else {
-			common = slices.DeleteFunc(common, func(n string) bool { return !slices.Contains(el, n) })
-		}
-		if current == "" {
-			current = s.Current
+		target = room[0]
+		for _, n := range room[1:] {
+			if rules[n] < rules[target] {
+				target = n
+			}
 		}
 	}
-	if len(common) == 0 {
-		keys := make([]string, 0, len(group))
-		for _, s := range group {
-			keys = append(keys, s.Key)
-		}
-		return Decision{}, &NoEligibleError{Service: group[0].Key, Reasons: []string{
-			"the services sharing its IP (" + strings.Join(keys, ", ") + ") have no load balancer configuration in common"}}
+	if s.Current == "" || strings.EqualFold(target, s.Current) {
+		return Decision{Name: target}, nil
 	}
-	for _, n := range common {
-		if strings.EqualFold(n, current) {
-			return Decision{Name: n}, nil
-		}
+	from := canonical(cfgs, s.Current)
+	if from == "" {
+		from = s.Current
 	}
-	room := common
-	if limit.Max > 0 {
-		room = slices.DeleteFunc(slices.Clone(common), func(n string) bool { return rules[n]+limit.Need > limit.Max })
-		if len(room) == 0 {
-			return Decision{}, &RuleLimitError{Service: group[0].Key, Need: limit.Need, Max: limit.Max, Counts: rules, Names: common}
-		}
+	if len(s.SharedBy) > 0 {
+		return Decision{}, &MoveRefusedError{Service: s.Key, From: LBName(from, s.Internal), To: LBName(target, s.Internal),
+			Frontend: s.SharedFrontend, By: s.SharedBy}
 	}
-	best := room[0]
-	for _, n := range room[1:] {
-		if rules[n] < rules[best] {
-			best = n
-		}
-	}
-	return Decision{Name: best, Moved: current != "", From: current}, nil
+	return Decision{Name: target, Moved: true, From: from}, nil
 }
 
 // Node is what placement needs to know of a node.

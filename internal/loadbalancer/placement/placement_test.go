@@ -101,59 +101,83 @@ func TestEligible(t *testing.T) {
 	}
 }
 
-func TestPlaceGroup(t *testing.T) {
+func TestPlace(t *testing.T) {
 	cfgs, err := Compile([]config.MultipleStandardLoadBalancerConfiguration{
-		{Name: "kubernetes"}, {Name: "lb2"}, {Name: "lb3", ServiceLabelSelector: sel("x", "y")},
+		{Name: "kubernetes"}, {Name: "lb2"}, {Name: "lb3", ServiceLabelSelector: sel("x", "y")}, {Name: "lb4", AllowServicePlacement: bp(false)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	shared := []string{"load balancing rule ab-TCP-80"}
 	for _, tc := range []struct {
 		name    string
-		group   []Service
+		svc     Service
 		rules   map[string]int
 		limit   RuleLimit
 		want    Decision
-		wantErr string
+		wantErr error  // the error's type
+		wantMsg string // in the message
 	}{
-		{name: "fewest rules", group: []Service{{Key: "a/1"}}, rules: map[string]int{"kubernetes": 5, "lb2": 2}, want: Decision{Name: "lb2"}},
-		{name: "ties go to the first configured", group: []Service{{Key: "a/1"}}, rules: map[string]int{"kubernetes": 2, "lb2": 2}, want: Decision{Name: "kubernetes"}},
-		{name: "missing LB counts as empty", group: []Service{{Key: "a/1"}}, rules: map[string]int{"kubernetes": 2}, want: Decision{Name: "lb2"}},
-		{name: "stable: stays although another has fewer rules", group: []Service{{Key: "a/1", Current: "kubernetes"}},
+		{name: "fewest rules", svc: Service{Key: "a/1"}, rules: map[string]int{"kubernetes": 5, "lb2": 2}, want: Decision{Name: "lb2"}},
+		{name: "ties go to the first configured", svc: Service{Key: "a/1"}, rules: map[string]int{"kubernetes": 2, "lb2": 2}, want: Decision{Name: "kubernetes"}},
+		{name: "missing LB counts as empty", svc: Service{Key: "a/1"}, rules: map[string]int{"kubernetes": 2}, want: Decision{Name: "lb2"}},
+		{name: "stable: stays although another has fewer rules", svc: Service{Key: "a/1", Current: "kubernetes", Holder: "kubernetes"},
 			rules: map[string]int{"kubernetes": 50, "lb2": 0}, want: Decision{Name: "kubernetes"}},
-		{name: "ineligible now: moves to fewest rules", group: []Service{{Key: "a/1", Current: "lb3"}},
+		{name: "ineligible now: moves to fewest rules", svc: Service{Key: "a/1", Current: "lb3", Holder: "lb3"},
 			rules: map[string]int{"kubernetes": 50, "lb2": 3}, want: Decision{Name: "lb2", Moved: true, From: "lb3"}},
-		{name: "shared IP: a member not yet placed follows the group",
-			group: []Service{{Key: "a/2"}, {Key: "a/1", Current: "kubernetes"}}, rules: map[string]int{"kubernetes": 9}, want: Decision{Name: "kubernetes"}},
-		{name: "shared IP: the group moves together",
-			group: []Service{{Key: "a/1", Current: "lb3"}, {Key: "a/2", Current: "lb3"}},
-			rules: map[string]int{"kubernetes": 9, "lb2": 1}, want: Decision{Name: "lb2", Moved: true, From: "lb3"}},
-		{name: "shared IP: nothing in common, nothing moves",
-			group:   []Service{{Key: "a/1", Current: "kubernetes", Requested: []string{"kubernetes"}}, {Key: "a/2", Requested: []string{"lb2"}}},
-			wantErr: "no load balancer configuration in common"},
-		{name: "rule limit: the one with fewest rules is skipped when the group does not fit", group: []Service{{Key: "a/1"}},
+		{name: "ineligible now with a requested IP nobody else uses: moves with it", svc: Service{Key: "a/1", Current: "lb3", Holder: "lb3", PinsIP: true},
+			rules: map[string]int{"kubernetes": 50, "lb2": 3}, want: Decision{Name: "lb2", Moved: true, From: "lb3"}},
+
+		// Shared IPs.
+		{name: "a new service asking for an IP goes where the IP is", svc: Service{Key: "a/2", PinsIP: true, Holder: "kubernetes"},
+			rules: map[string]int{"kubernetes": 9}, want: Decision{Name: "kubernetes"}},
+		{name: "joining an IP on a drained load balancer", svc: Service{Key: "a/2", PinsIP: true, Holder: "lb4"},
+			want: Decision{Name: "lb4"}},
+		{name: "the IP is on a load balancer the service may not use: refused", svc: Service{Key: "a/2", PinsIP: true, Holder: "lb3"},
+			wantErr: &IPElsewhereError{}, wantMsg: `service "2" specifies an IP that resides on load balancer "lb3", which is not in the eligible set [kubernetes lb2]`},
+		{name: "an internal service's IP on an ineligible load balancer: the internal one is named", svc: Service{Key: "a/2", PinsIP: true, Holder: "lb3", Internal: true},
+			wantErr: &IPElsewhereError{}, wantMsg: `resides on load balancer "lb3-internal"`},
+		{name: "a frontend others use does not leave: refused", svc: Service{Key: "a/1", Current: "lb3", Holder: "lb3", SharedFrontend: "a1", SharedBy: shared},
+			rules:   map[string]int{"kubernetes": 50, "lb2": 3},
+			wantErr: &MoveRefusedError{}, wantMsg: `service "1" cannot migrate from load balancer "lb3" to "lb2" because frontend IP "a1" is also referenced by other resources: load balancing rule ab-TCP-80`},
+		{name: "the IP asked for moved to another load balancer: the service follows it", svc: Service{Key: "a/1", Current: "kubernetes", Holder: "lb2", PinsIP: true},
+			want: Decision{Name: "lb2", Moved: true, From: "kubernetes"}},
+		{name: "…unless its frontend where it is has other users", svc: Service{Key: "a/1", Current: "kubernetes", Holder: "lb2", PinsIP: true, SharedFrontend: "a1", SharedBy: shared},
+			wantErr: &MoveRefusedError{}, wantMsg: `from load balancer "kubernetes" to "lb2"`},
+		{name: "a shared frontend that stays eligible stays", svc: Service{Key: "a/1", Current: "lb2", Holder: "lb2", PinsIP: true, SharedFrontend: "a1", SharedBy: shared},
+			rules: map[string]int{"kubernetes": 0, "lb2": 50}, want: Decision{Name: "lb2"}},
+		{name: "no eligible configuration at all: nothing moves", svc: Service{Key: "a/1", Current: "lb3", Holder: "lb3", Requested: []string{"lb3"}, SharedBy: shared},
+			wantErr: &NoEligibleError{}, wantMsg: "lb3: serviceLabelSelector does not match the service"},
+
+		// The configurations annotation with a requested IP.
+		{name: "annotation and a requested IP: refused", svc: Service{Key: "ns/web", Requested: []string{"lb2"}, PinsIP: true},
+			wantErr: &ConflictError{}, wantMsg: `service "web" has conflicting load balancer configuration: both a load balancer name (service.beta.kubernetes.io/azure-load-balancer-configurations) and an IP address are specified`},
+		{name: "…even where the IP is", svc: Service{Key: "ns/web", Requested: []string{"kubernetes"}, PinsIP: true, Holder: "kubernetes", Current: "kubernetes"},
+			wantErr: &ConflictError{}, wantMsg: "has conflicting load balancer configuration"},
+		{name: "annotation without a requested IP", svc: Service{Key: "a/1", Requested: []string{"lb2"}}, want: Decision{Name: "lb2"}},
+
+		// maximumLoadBalancerRuleCount.
+		{name: "rule limit: the one with fewest rules is skipped when the service does not fit", svc: Service{Key: "a/1"},
 			rules: map[string]int{"kubernetes": 8, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 2}, want: Decision{Name: "kubernetes"}},
-		{name: "rule limit: exactly full fits", group: []Service{{Key: "a/1"}},
+		{name: "rule limit: exactly full fits", svc: Service{Key: "a/1"},
 			rules: map[string]int{"kubernetes": 9, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 1}, want: Decision{Name: "kubernetes"}},
-		{name: "rule limit: no room anywhere", group: []Service{{Key: "a/1"}},
-			rules: map[string]int{"kubernetes": 10, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 2},
-			wantErr: "service a/1 needs 2 load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount 10 (kubernetes has 10, lb2 has 9)"},
-		{name: "rule limit: a placed service stays on a full load balancer", group: []Service{{Key: "a/1", Current: "kubernetes"}},
+		{name: "rule limit: no room anywhere", svc: Service{Key: "a/1"},
+			rules: map[string]int{"kubernetes": 10, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 2}, wantErr: &RuleLimitError{},
+			wantMsg: "the service needs 2 load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount 10 (kubernetes has 10, lb2 has 9)"},
+		{name: "rule limit: a placed service stays on a full load balancer", svc: Service{Key: "a/1", Current: "kubernetes"},
 			rules: map[string]int{"kubernetes": 10, "lb2": 0}, limit: RuleLimit{Max: 10, Need: 1}, want: Decision{Name: "kubernetes"}},
-		{name: "rule limit: a move goes only where there is room", group: []Service{{Key: "a/1", Current: "lb3"}},
+		{name: "rule limit: joining an IP is not limited here (the write is checked)", svc: Service{Key: "a/2", PinsIP: true, Holder: "kubernetes"},
+			rules: map[string]int{"kubernetes": 10}, limit: RuleLimit{Max: 10, Need: 1}, want: Decision{Name: "kubernetes"}},
+		{name: "rule limit: a move goes only where there is room", svc: Service{Key: "a/1", Current: "lb3"},
 			rules: map[string]int{"kubernetes": 2, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 3}, want: Decision{Name: "kubernetes", Moved: true, From: "lb3"}},
-		{name: "rule limit 0: no limit", group: []Service{{Key: "a/1"}},
+		{name: "rule limit 0: no limit", svc: Service{Key: "a/1"},
 			rules: map[string]int{"kubernetes": 1000, "lb2": 999}, want: Decision{Name: "lb2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlaceGroup(cfgs, tc.group, tc.rules, tc.limit)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				var rle *RuleLimitError
-				if strings.Contains(tc.wantErr, "room") && !errors.As(err, &rle) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
+			got, err := Place(cfgs, tc.svc, tc.rules, tc.limit)
+			if tc.wantErr != nil {
+				if err == nil || !strings.Contains(err.Error(), tc.wantMsg) || reflect.TypeOf(err) != reflect.TypeOf(tc.wantErr) {
+					t.Fatalf("error %v (%T), want a %T with %q", err, err, tc.wantErr, tc.wantMsg)
 				}
 				return
 			}

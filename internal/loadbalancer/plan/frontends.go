@@ -2,10 +2,12 @@ package plan
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 )
 
@@ -85,6 +87,47 @@ func SharedFrontends(lb *armnetwork.LoadBalancer, svcLBName string, fronts []Fro
 		}
 	}
 	return out
+}
+
+// FrontendUsers names a frontend of the service on lb that something else uses too, and what:
+// load balancing rules that are not the service's, outbound rules, inbound NAT rules and pools
+// ("" and nil when nothing does). Such a frontend cannot leave lb with the service.
+func FrontendUsers(lb *armnetwork.LoadBalancer, svcLBName string) (string, []string) {
+	if lb == nil || lb.Properties == nil {
+		return "", nil
+	}
+	props := lb.Properties
+	for _, fe := range ServiceFrontends(lb, svcLBName) {
+		feName := str(fe.Name)
+		on := func(ref *armnetwork.SubResource) bool {
+			return ref != nil && strings.EqualFold(azureid.Name(str(ref.ID)), feName)
+		}
+		var by []string
+		for _, r := range props.LoadBalancingRules {
+			if r.Properties != nil && on(r.Properties.FrontendIPConfiguration) && !naming.OwnedByService(svcLBName, str(r.Name)) {
+				by = append(by, "load balancing rule "+str(r.Name))
+			}
+		}
+		for _, r := range props.OutboundRules {
+			if r.Properties != nil && slices.ContainsFunc(r.Properties.FrontendIPConfigurations, on) {
+				by = append(by, "outbound rule "+str(r.Name))
+			}
+		}
+		for _, r := range props.InboundNatRules {
+			if r.Properties != nil && on(r.Properties.FrontendIPConfiguration) {
+				by = append(by, "inbound NAT rule "+str(r.Name))
+			}
+		}
+		for _, r := range props.InboundNatPools {
+			if r.Properties != nil && on(r.Properties.FrontendIPConfiguration) {
+				by = append(by, "inbound NAT pool "+str(r.Name))
+			}
+		}
+		if len(by) > 0 {
+			return feName, by
+		}
+	}
+	return "", nil
 }
 
 func containsFrontend(list []*armnetwork.FrontendIPConfiguration, fe *armnetwork.FrontendIPConfiguration) bool {

@@ -58,13 +58,13 @@ func ApplyService(lb *armnetwork.LoadBalancer, c *Cluster, s *Service, fronts []
 		feID := c.childID(lbName, "frontendIPConfigurations", *fe.Name)
 		rules, probes, err := desiredRules(c, lbName, s, fr.Family, feID)
 		if err != nil {
-			return nil, fmt.Errorf("service %s: %w", s.Key(), err)
+			return nil, err
 		}
 		wantRules = append(wantRules, rules...)
 		wantProbes = append(wantProbes, probes...)
 	}
 	if err := checkConflicts(props, svcName, wantRules); err != nil {
-		return nil, fmt.Errorf("service %s: %w", s.Key(), err)
+		return nil, err
 	}
 
 	// Rules: keep position of existing ones (so an unchanged LB compares equal), drop the
@@ -315,7 +315,7 @@ func ensureFrontend(c *Cluster, lbName string, props *armnetwork.LoadBalancerPro
 		return mine, nil
 	}
 	if fr.SubnetID == "" {
-		return nil, fmt.Errorf("service %s: internal frontend %s has no subnet", s.Key(), own)
+		return nil, fmt.Errorf("internal frontend %s has no subnet", own)
 	}
 	if fp.Subnet == nil || !eqFold(str(fp.Subnet.ID), fr.SubnetID) {
 		fp.Subnet = &armnetwork.Subnet{ID: to.Ptr(fr.SubnetID)}

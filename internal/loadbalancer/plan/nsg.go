@@ -120,7 +120,7 @@ func ApplySecurity(nsg *armnetwork.SecurityGroup, in SecurityInput) (*armnetwork
 	s := in.Service
 	if in.Want && !s.Opts.DisableNSGRule {
 		if err := h.patch(s, in.Destinations); err != nil {
-			return nil, fmt.Errorf("service %s: %w", s.Key(), err)
+			return nil, err
 		}
 	}
 	h.dropEmpty()

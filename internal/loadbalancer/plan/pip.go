@@ -36,7 +36,7 @@ func PlanPublicIPs(c *Cluster, s *Service, existing []*armnetwork.PublicIPAddres
 	for _, f := range s.Families() {
 		p, err := planPIP(c, s, f, existing)
 		if err != nil {
-			return nil, fmt.Errorf("service %s: %w", s.Key(), err)
+			return nil, err
 		}
 		out = append(out, p)
 	}
