@@ -10,7 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 )
 
@@ -92,7 +92,7 @@ func lbTestPIPTags(l *lbEnv) {
 	svc := l.create(lbService("pip-tags", map[string]string{annotations.PIPTags: "a=b,c= d,e =, =f"}))
 	l.waitIP(svc.Name)
 	l.waitFor("Warning naming =f", l.warned(svc.Name, annotations.ReasonPIPTagIgnored, `" =f"`), lbWait)
-	name := l.rg + "/" + naming.PublicIPName(lbCluster, naming.ServiceLBName(svc.UID), "", false, naming.IPv4)
+	name := l.rg + "/" + azurenames.PublicIPName(lbCluster, azurenames.ServiceLBName(svc.UID), "", false, azurenames.IPv4)
 	l.waitFor("tags on "+name, func(ctx context.Context) (bool, error) {
 		st, err := l.state(ctx)
 		if err != nil {
