@@ -21,7 +21,7 @@ func TestSecurityRuleAddressLists(t *testing.T) {
 		{"distinct ranges", []string{"10.20.0.0/16", "192.168.0.1/32"}, []string{"203.0.113.5", "203.0.113.6"}, ""},
 		{"a repeated range", []string{"10.20.0.0/16", "192.168.0.1/32", "192.168.0.1/32"}, []string{"203.0.113.5"}, "SecurityRuleParameterContainsDuplicateValue"},
 		{"an address and its host range", []string{"192.168.0.1", "192.168.0.1/32"}, []string{"203.0.113.5"}, "SecurityRuleParameterContainsDuplicateValue"},
-		{"a repeated destination", []string{"Internet"}, []string{"203.0.113.5", "203.0.113.5"}, "SecurityRuleParameterContainsDuplicateValue"},
+		{"a repeated destination", []string{"10.0.0.0/8"}, []string{"203.0.113.5", "203.0.113.5"}, "SecurityRuleParameterContainsDuplicateValue"},
 		{"overlapping ranges", []string{"10.20.0.0/16", "10.20.8.0/24"}, []string{"203.0.113.5"}, "OverlappingSubnetsNotPermittedInSecurityRule"},
 		{"neighbouring ranges", []string{"10.20.8.0/24", "10.20.9.0/24"}, []string{"203.0.113.5"}, ""},
 	} {
