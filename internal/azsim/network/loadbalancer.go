@@ -88,16 +88,24 @@ func prepareLoadBalancer(tx *arm.Tx, w *arm.Write) error {
 		return arm.BadRequest("OutboundRuleCountLimitReached", "Load balancer %s has %d outbound rules, more than the limit of %d for SKU %s.", w.ID, n, lim.outbound, skuName)
 	}
 	childID := func(typ, name string) string { return w.ID.Child(typ, name).String() }
+	// The children of each type by key, built on first use: rules reference frontends, pools
+	// and probes, and a scan per reference is quadratic on a load balancer with 1,500 rules.
+	children := map[string]map[string]string{}
 	inLB := func(typ, ref string) (string, bool) {
 		if ref == "" {
 			return "", false
 		}
-		for _, it := range childItems(d, typ) {
-			if arm.SameID(ref, childID(typ, arm.Str(it, "name"))) {
-				return childID(typ, arm.Str(it, "name")), true
+		byKey, ok := children[typ]
+		if !ok {
+			byKey = map[string]string{}
+			for _, it := range childItems(d, typ) {
+				id := childID(typ, arm.Str(it, "name"))
+				byKey[arm.KeyOf(id)] = id
 			}
+			children[typ] = byKey
 		}
-		return "", false
+		id, ok := byKey[arm.KeyOf(ref)]
+		return id, ok
 	}
 
 	// A frontend that serves a private link service cannot go; the others show
