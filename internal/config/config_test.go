@@ -28,7 +28,6 @@ func TestParseDefaults(t *testing.T) {
 		"loadBalancerSku":               {c.LoadBalancerSKU, LoadBalancerSKUStandard},
 		"backend pool type":             {c.LoadBalancerBackendPoolConfigurationType, BackendPoolNodeIPConfiguration},
 		"excludeMaster":                 {c.ExcludeMasters(), true},
-		"rule count":                    {c.MaximumLoadBalancerRuleCount, 250},
 		"probe mode":                    {c.ClusterServiceLoadBalancerHealthProbeMode, HealthProbeModeServiceNodePort},
 		"probe port":                    {c.ClusterServiceSharedLoadBalancerHealthProbePort, int32(10256)},
 		"probe path":                    {c.ClusterServiceSharedLoadBalancerHealthProbePath, "/healthz"},

@@ -5,7 +5,6 @@ import "strings"
 // Defaults of the existing provider (InitializeCloudFromConfig), kept so that azure.json files
 // behave the same.
 const (
-	DefaultMaximumLoadBalancerRuleCount         = 250
 	DefaultHealthProbePort                      = 10256
 	DefaultHealthProbePath                      = "/healthz"
 	DefaultRouteUpdateIntervalInSeconds         = 30
@@ -59,7 +58,6 @@ func SetDefaults(c *Config) {
 		t := true
 		c.EnableLoadBalancerAdminState = &t
 	}
-	setInt(&c.MaximumLoadBalancerRuleCount, DefaultMaximumLoadBalancerRuleCount)
 	if c.ClusterServiceSharedLoadBalancerHealthProbePort == 0 {
 		c.ClusterServiceSharedLoadBalancerHealthProbePort = DefaultHealthProbePort
 	}

@@ -78,6 +78,9 @@ type LoadBalancer struct {
 	// locks serialises the writes made for one service (by UID): a reconcile, the drift
 	// audit's repair and the deletion never interleave.
 	locks *serviceLocks
+	// rules are the rules reserved by services admitted on the single load balancer (one per
+	// kind) whose write is under way.
+	rules *ruleReservations
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancer)(nil)
@@ -92,7 +95,7 @@ func New(o Options) (*LoadBalancer, error) {
 		o.PIPGroups = &pipgroups.Memory{}
 	}
 	return &LoadBalancer{cfg: o.Config, opts: o, lbs: o.Writers.LoadBalancers, nsgs: o.Writers.SecurityGroups,
-		pips: o.Writers.PublicIPs, multi: o.Multi, locks: newServiceLocks()}, nil
+		pips: o.Writers.PublicIPs, multi: o.Multi, locks: newServiceLocks(), rules: newRuleReservations()}, nil
 }
 
 // GetLoadBalancerName is the existing provider's name: "a" + UID without dashes, 32 characters.

@@ -209,6 +209,11 @@ func (l *LoadBalancer) listServiceGroups(ctx context.Context, s *plan.Service, p
 }
 
 func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	admitted, err := l.admitRules(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	defer admitted() // on every return; idempotent
 	fronts, listed, plans, pipAddrs, err := l.frontends(ctx, c, s)
 	if err != nil {
 		return nil, err
@@ -217,7 +222,7 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	if l.multi != nil {
 		p, err := l.multi.PlaceService(ctx, c, s, fronts)
 		if err != nil {
-			return nil, err
+			return nil, l.dropCreatedPIPs(ctx, c, s, plans, err)
 		}
 		release = p.Release
 		defer release() // on every return; idempotent
@@ -230,9 +235,11 @@ func (l *LoadBalancer) ensure(ctx context.Context, c *plan.Cluster, s *plan.Serv
 		c = p.Cluster
 	}
 	lb, err := l.applyService(ctx, c, s, fronts)
-	release() // the rules are on Azure (or not coming): placement counts them from there now
+	// The rules are on Azure (or not coming): the room check and placement count them from there now.
+	release()
+	admitted()
 	if err != nil {
-		return nil, err
+		return nil, l.dropCreatedPIPs(ctx, c, s, plans, err)
 	}
 	return l.finish(ctx, c, s, lb, fronts, listed, plans, pipAddrs, nodes)
 }
@@ -261,7 +268,7 @@ func (l *LoadBalancer) applyService(ctx context.Context, c *plan.Cluster, s *pla
 		if err != nil {
 			return nil, err
 		}
-		if err := plan.CheckRuleLimit(name, before, plan.Rules(next), c.MaxRules); err != nil {
+		if err := plan.CheckRuleLimit(name, before, plan.Rules(next), plan.MaxRules); err != nil {
 			return nil, err
 		}
 		return next, nil

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,8 @@ const (
 	ReasonNoLoadBalancerForNode  = "NoLoadBalancerForNode"
 	ReasonMultiSLBMisconfigured  = "MultipleLoadBalancersMisconfigured"
 	// ReasonRuleLimitReached: no eligible load balancer has room for the service's rules under
-	// maximumLoadBalancerRuleCount (the same reason as the single load balancer's refusal).
+	// Azure's limit of rules per Standard load balancer (the same reason as the single load
+	// balancer's refusal).
 	ReasonRuleLimitReached = "LoadBalancerRuleLimitReached"
 	// ReasonConflictingConfiguration: the azure-load-balancer-configurations annotation with a
 	// requested IP.
@@ -276,6 +278,54 @@ func (p *Placer) privateLinkRoom(base *plan.Cluster, s *plan.Service, list []*ar
 	return full
 }
 
+// CheckRoom refuses, before anything of the service is written (its public IP above all), a
+// service that no load balancer it may use has room for under Azure's limit of rules. On its
+// current load balancer, while still eligible there, its rules replace its own and only growth
+// is refused; elsewhere they come on top of the rules there and of the placements whose write
+// is under way. It counts the service's own rules only: PlaceService makes the final decision. nil when placement is to refuse the
+// service for another reason (PlaceService says why).
+func (p *Placer) CheckRoom(ctx context.Context, base *plan.Cluster, s *plan.Service) error {
+	internal := s.Opts.Internal
+	current, err := p.Locate(ctx, base, s.LBName(), internal)
+	if err != nil {
+		return err
+	}
+	eligible, err := placement.Eligible(p.cfgs, p.placeInput(s, current))
+	if err != nil {
+		return nil
+	}
+	lbs := map[string]*armnetwork.LoadBalancer{}
+	for _, n := range eligible {
+		c := base.WithPrefix(n)
+		lb, err := p.writer(c, internal).Peek(ctx)
+		if err != nil {
+			return fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+		}
+		lbs[n] = lb
+	}
+	need := plan.RuleCount(s)
+	p.pendingMu.Lock()
+	if i := slices.IndexFunc(eligible, func(n string) bool { return strings.EqualFold(n, current) }); i >= 0 {
+		n := eligible[i]
+		_, err = plan.CheckRoom(base.WithPrefix(n).LBName(internal), lbs[n], s.LBName(), p.pending[pendingKey(n, internal)], need, plan.MaxRules)
+	} else {
+		counts, room := map[string]int{}, false
+		for _, n := range eligible {
+			counts[n] = plan.Rules(lbs[n]) + p.pending[pendingKey(n, internal)]
+			room = room || placement.HasRoom(counts[n], need, plan.MaxRules)
+		}
+		if !room {
+			err = &placement.RuleLimitError{Service: s.Key(), Need: need, Max: plan.MaxRules, Counts: counts, Names: eligible}
+		}
+	}
+	p.pendingMu.Unlock()
+	if err != nil {
+		p.event(s.Svc, v1.EventTypeWarning, ReasonRuleLimitReached, err.Error())
+		placements.WithLabelValues("rule_limit").Inc()
+	}
+	return err
+}
+
 // PlaceService chooses the configuration of s. It writes nothing: when the service must move,
 // Placement.From says where it is to be removed from. fronts may be edited: a moved internal
 // service keeps its private address.
@@ -327,7 +377,7 @@ func (p *Placer) PlaceService(ctx context.Context, base *plan.Cluster, s *plan.S
 		rules[c.LBNamePrefix] += p.pending[pendingKey(c.LBNamePrefix, internal)]
 	}
 	in.Full = p.privateLinkRoom(base, s, plsList)
-	d, err := placement.Place(p.cfgs, in, rules, placement.RuleLimit{Max: base.MaxRules, Need: need})
+	d, err := placement.Place(p.cfgs, in, rules, placement.RuleLimit{Max: plan.MaxRules, Need: need})
 	release, releasePLS := func() {}, func() {}
 	if err == nil && (current == "" || d.Moved) {
 		release = p.reserve(p.pending, pendingKey(d.Name, internal), need)

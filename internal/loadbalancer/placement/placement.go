@@ -195,8 +195,8 @@ func hasServiceSelector(cfgs []Config, name string) bool {
 	return false
 }
 
-// RuleLimit is maximumLoadBalancerRuleCount for placement: a load balancer never receives a
-// service whose rules would take it past Max.
+// RuleLimit is Azure's limit of rules per load balancer for placement: a load balancer never
+// receives a service whose rules would take it past Max.
 type RuleLimit struct {
 	// Max load-balancing rules per load balancer (0: no limit).
 	Max int
@@ -219,9 +219,13 @@ func (e *RuleLimitError) Error() string {
 	for _, n := range e.Names {
 		parts = append(parts, fmt.Sprintf("%s has %d", n, e.Counts[n]))
 	}
-	return fmt.Sprintf("the service needs %d load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount %d (%s)",
-		e.Need, e.Max, strings.Join(parts, ", "))
+	return fmt.Sprintf("service %s needs %d load balancing rules, but no eligible load balancer has room for them under Azure's limit of %d per Standard load balancer (%s)",
+		e.Service, e.Need, e.Max, strings.Join(parts, ", "))
 }
+
+// HasRoom reports whether a load balancer with have rules takes need more under limit max (0:
+// no limit).
+func HasRoom(have, need, max int) bool { return max <= 0 || have+need <= max }
 
 // ConflictError refuses the azure-load-balancer-configurations annotation together with a
 // requested IP: the IP decides the load balancer (the one carrying it), so naming

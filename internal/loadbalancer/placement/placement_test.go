@@ -156,14 +156,14 @@ func TestPlace(t *testing.T) {
 			wantErr: &ConflictError{}, wantMsg: "has conflicting load balancer configuration"},
 		{name: "annotation without a requested IP", svc: Service{Key: "a/1", Requested: []string{"lb2"}}, want: Decision{Name: "lb2"}},
 
-		// maximumLoadBalancerRuleCount.
+		// The rule limit (Azure's, per Standard load balancer).
 		{name: "rule limit: the one with fewest rules is skipped when the service does not fit", svc: Service{Key: "a/1"},
 			rules: map[string]int{"kubernetes": 8, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 2}, want: Decision{Name: "kubernetes"}},
 		{name: "rule limit: exactly full fits", svc: Service{Key: "a/1"},
 			rules: map[string]int{"kubernetes": 9, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 1}, want: Decision{Name: "kubernetes"}},
 		{name: "rule limit: no room anywhere", svc: Service{Key: "a/1"},
 			rules: map[string]int{"kubernetes": 10, "lb2": 9}, limit: RuleLimit{Max: 10, Need: 2}, wantErr: &RuleLimitError{},
-			wantMsg: "the service needs 2 load balancing rules, but no eligible load balancer has room for them under maximumLoadBalancerRuleCount 10 (kubernetes has 10, lb2 has 9)"},
+			wantMsg: "service a/1 needs 2 load balancing rules, but no eligible load balancer has room for them under Azure's limit of 10 per Standard load balancer (kubernetes has 10, lb2 has 9)"},
 		{name: "rule limit: a placed service stays on a full load balancer", svc: Service{Key: "a/1", Current: "kubernetes"},
 			rules: map[string]int{"kubernetes": 10, "lb2": 0}, limit: RuleLimit{Max: 10, Need: 1}, want: Decision{Name: "kubernetes"}},
 		{name: "rule limit: joining an IP is not limited here (the write is checked)", svc: Service{Key: "a/2", PinsIP: true, Holder: "kubernetes"},

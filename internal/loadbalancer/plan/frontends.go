@@ -158,18 +158,23 @@ func KeepPrivateIPs(fronts []Frontend, have []*armnetwork.FrontendIPConfiguratio
 	}
 }
 
-// RuleCount estimates the load balancing rules a service adds: one per port and IP family (one
-// per family with HA ports; ports with no_lb_rule add none).
+// RuleCount is the number of load balancing rules a service has on its load balancer, as
+// ApplyService writes them: one per port and IP family, one per family with HA ports, none for
+// ports with no_lb_rule or a service without ports.
 func RuleCount(s *Service) int {
+	ports := s.Svc.Spec.Ports
+	if len(ports) == 0 {
+		return 0
+	}
 	fams := max(len(s.Families()), 1)
 	if s.Opts != nil && s.Opts.HAPorts {
 		return fams
 	}
-	ports := 0
-	for _, p := range s.Svc.Spec.Ports {
+	n := 0
+	for _, p := range ports {
 		if s.Opts == nil || !s.Opts.Port(p.Port).NoLBRule {
-			ports++
+			n++
 		}
 	}
-	return max(ports, 1) * fams
+	return n * fams
 }

@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -125,8 +127,10 @@ func TestRuleCount(t *testing.T) {
 		{nil, 1},
 		{[]svcOpt{withPorts(tcp(80, 30080), udp(53, 30053))}, 2},
 		{[]svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443)), dualStack}, 4},
-		{[]svcOpt{withPorts()}, 1},
+		{[]svcOpt{withPorts()}, 0},
 		{[]svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443)), withAnn(annotations.PortNoLBRuleKey(443), "true")}, 1},
+		{[]svcOpt{withPorts(tcp(80, 30080)), withAnn(annotations.PortNoLBRuleKey(80), "true")}, 0},
+		{[]svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443)), withAnn(annotations.HAPorts, "true"), withAnn(annotations.Internal, "true"), dualStack}, 2},
 		{[]svcOpt{withPorts(tcp(80, 30080), tcp(443, 30443)), withAnn(annotations.Internal, "true"), withAnn(annotations.HAPorts, "true")}, 1},
 	} {
 		if got := RuleCount(mkService(t, uidA, "a", tc.opts...)); got != tc.want {
@@ -178,17 +182,60 @@ func TestCheckRuleLimit(t *testing.T) {
 		{0, 10, 10, false},
 		{10, 11, 10, true},
 		{9, 12, 10, true},
-		{12, 12, 10, false}, // over a lowered limit: unchanged is fine
+		{12, 12, 10, false}, // over the limit already: unchanged is fine
 		{12, 11, 10, false}, // and shrinking too
 		{12, 13, 10, true},
-		{100, 1000, 0, false},
 	} {
 		err := CheckRuleLimit("lb", tc.before, tc.after, tc.max)
 		if (err != nil) != tc.wantErr {
 			t.Errorf("%d -> %d (max %d): %v", tc.before, tc.after, tc.max, err)
 		}
-		if err != nil && err.Error() != "load balancer lb would have "+itoa(int32(tc.after))+" load balancing rules, more than maximumLoadBalancerRuleCount "+itoa(int32(tc.max)) {
+		if err != nil && err.Error() != "load balancer lb would have "+itoa(int32(tc.after))+" load balancing rules, more than Azure's limit of "+itoa(int32(tc.max))+" per Standard load balancer" {
 			t.Errorf("message %q", err)
 		}
+	}
+}
+
+func TestCheckRoom(t *testing.T) {
+	rules := func(names ...string) *armnetwork.LoadBalancer {
+		lb := &armnetwork.LoadBalancer{Properties: &armnetwork.LoadBalancerPropertiesFormat{}}
+		for _, n := range names {
+			lb.Properties.LoadBalancingRules = append(lb.Properties.LoadBalancingRules, &armnetwork.LoadBalancingRule{Name: to.Ptr(n)})
+		}
+		return lb
+	}
+	other, own := "bbbbbbbbb-TCP-80", svcA+"-TCP-80"
+	for _, tc := range []struct {
+		name          string
+		lb            *armnetwork.LoadBalancer
+		pending, need int
+		grow          int
+		wantErr       string
+	}{
+		{name: "no load balancer yet", lb: nil, need: 3, grow: 3},
+		{name: "exactly full fits", lb: rules(other, other), need: 3, grow: 3},
+		{name: "one over", lb: rules(other, other, other), need: 3,
+			wantErr: "load balancer lb would have 6 load balancing rules, more than Azure's limit of 5 per Standard load balancer"},
+		{name: "pending rules of others count", lb: rules(other), pending: 2, need: 3,
+			wantErr: "load balancer lb would have 6 load balancing rules"},
+		{name: "the service's own rules are replaced", lb: rules(other, other, own), need: 3, grow: 2},
+		{name: "a service that does not grow passes on a full load balancer", lb: rules(other, other, other, other, own), pending: 4, need: 1},
+		{name: "a service that shrinks passes", lb: rules(other, other, other, own, own), pending: 4, need: 1},
+		{name: "growth on a full load balancer is refused", lb: rules(other, other, other, other, own), need: 2,
+			wantErr: "would have 6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			grow, err := CheckRoom("lb", tc.lb, svcA, tc.pending, tc.need, 5)
+			if tc.wantErr != "" {
+				var rle *RuleLimitError
+				if !errors.As(err, &rle) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || grow != tc.grow {
+				t.Fatalf("grow %d, error %v; want %d", grow, err, tc.grow)
+			}
+		})
 	}
 }

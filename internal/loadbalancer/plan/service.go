@@ -52,7 +52,6 @@ func NewCluster(cfg *config.Config, clusterName string, zones []string) *Cluster
 		TagPolicy:           cfg.TagPolicy(),
 		IPTagMutation:       cfg.EnableIPTagMutationForExistingPublicIP,
 		EdgeZone:            cfg.ExtendedLocationName,
-		MaxRules:            cfg.MaximumLoadBalancerRuleCount,
 	}
 }
 

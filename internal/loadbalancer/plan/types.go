@@ -46,8 +46,6 @@ type Cluster struct {
 	// EdgeZone is extendedLocationName: created load balancers and public IPs go to that edge
 	// zone (extendedLocation) and get no availability zones ("" in the region).
 	EdgeZone string
-	// MaxRules is maximumLoadBalancerRuleCount (0: no limit).
-	MaxRules int
 }
 
 // extendedLocation is the edge zone of created resources (nil in the region).
