@@ -211,15 +211,9 @@ func ratio(a, b float64) float64 {
 // replace in the middle of a long run ("" = the framework's default, _output/bin).
 func ccmBinary() string { return os.Getenv("AZURE_CCM_BENCH_CCM") }
 
-// ruleLimit is maximumLoadBalancerRuleCount in the scenarios of nodeIPConfig, the burst on NIC
-// pools and multiple load balancers: Azure's own limit on a Standard
-// load balancer. The default, 250, refuses the 251st rule of a load balancer, and several
-// scenarios put 300 or 1,000 services on one.
-const ruleLimit = 1500
-
 // nodeIPConfig is the azure.json of scenarios on IP-based pools.
 func nodeIPConfig() map[string]any {
-	return map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP", "maximumLoadBalancerRuleCount": ruleLimit}
+	return map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}
 }
 
 // clusterArgs widen the service range: kube-apiserver's default /24 holds only 254 Services.

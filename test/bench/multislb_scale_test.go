@@ -61,8 +61,7 @@ func mslbScaleConfig(names []string) map[string]any {
 	for i, n := range names {
 		entries = append(entries, map[string]any{"name": n, "primaryVMSet": fmt.Sprintf("pool%d", i)})
 	}
-	return map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP", "maximumLoadBalancerRuleCount": ruleLimit,
-		"multipleStandardLoadBalancerConfigurations": entries}
+	return map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP", "multipleStandardLoadBalancerConfigurations": entries}
 }
 
 // mslbView is what azsim holds per load balancer after the run.

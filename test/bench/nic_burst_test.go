@@ -26,17 +26,15 @@ const (
 
 // TestLoadBalancerBurstNICPools: the burst of TestLoadBalancerBurst (same sizes and latency
 // model) with NIC-based backend pools — loadBalancerBackendPoolConfigurationType left at its
-// default, nodeIPConfiguration — and the CCM's default flags, as a cluster switching from the
-// existing provider runs it (maximumLoadBalancerRuleCount raised to Azure's limit, as the
-// 300 rules need). Every node's scale set instance joins the cluster pool, so the
+// default, nodeIPConfiguration — and the CCM's default flags and azure.json, as a cluster
+// switching from the existing provider runs it. Every node's scale set instance joins the cluster pool, so the
 // instance writes change the load balancer (its pool's back-references) while services write it.
 // Reported: reads and writes per resource type against the fewest that could do the work, 404
 // public IP lookups, 412s on load balancer writes, SyncLoadBalancerFailed events.
 func TestLoadBalancerBurstNICPools(t *testing.T) {
 	topo := framework.DefaultTopology()
 	topo.ScaleSets[0].Capacity = benchNodes
-	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs,
-		CloudConfig: map[string]any{"maximumLoadBalancerRuleCount": ruleLimit}})
+	env := framework.Start(t, framework.Options{CCMBinary: ccmBinary(), Topology: topo, StartupTimeout: 5 * time.Minute, ClusterExtraArgs: clusterArgs})
 	b := &bench{t: t, env: env}
 	b.createNodes(env.Machines)
 	env.StartCCM()
@@ -51,8 +49,7 @@ func TestLoadBalancerBurstNICPools(t *testing.T) {
 		"default flags. Same latency model as the burst above. Time from the first create to the last service with an IP; "+
 		"every request by resource type against the fewest that could do the work.", benchServices, benchNodes)
 	res.Config = map[string]string{"nodes": fmt.Sprint(benchNodes), "services": fmt.Sprint(benchServices),
-		"backend pool type": "nodeIPConfiguration (default)", "flags": "defaults",
-		"maximumLoadBalancerRuleCount": fmt.Sprint(ruleLimit) + " (Azure's limit; the default 250 refuses the burst's 251st rule)"}
+		"backend pool type": "nodeIPConfiguration (default)", "flags": "defaults"}
 
 	m := b.meter()
 	d, curve := b.burst("burst", benchServices)
