@@ -67,6 +67,47 @@ func (e *env) ensureAll(t *testing.T, svcs []*v1.Service, nodes []*v1.Node) []er
 	return errs
 }
 
+// 300 single-port services arrive at once on one Standard load balancer with
+// maximumLoadBalancerRuleCount 250 in azure.json: every one gets its rule and public IP, as
+// under the existing provider, which applies the key only among Basic load balancers. A service
+// asking for the 1,501st rule is then refused before its public IP exists.
+func TestRuleLimitKeyDoesNotCapStandard(t *testing.T) {
+	e := newEnv(t, config.BackendPoolNodeIP)
+	e.cfg.MaximumLoadBalancerRuleCount = 250
+	e.build(t, BuildOptions{})
+	nodes := []*v1.Node{node("n0", "10.240.0.4", nil)}
+	var svcs []*v1.Service
+	for i := 0; i < 300; i++ {
+		svcs = append(svcs, service(ruleUID(i), fmt.Sprintf("s%d", i), nil, manyPorts(i, 1)...))
+	}
+	for i, err := range e.ensureAll(t, svcs, nodes) {
+		if err != nil {
+			t.Fatalf("service %d: %v", i, err)
+		}
+	}
+	if n := plan.Rules(e.getLB(t, testCluster)); n != 300 {
+		t.Fatalf("%d rules on the load balancer, want 300", n)
+	}
+	if evs := ruleEvents(e); len(evs) != 0 {
+		t.Fatalf("refusals for 300 rules: %q", evs)
+	}
+	// 1,201 more rules make 1,501.
+	big := service(ruleUID(1000), "big", nil, manyPorts(1, 1201)...)
+	_, err := e.lb.EnsureLoadBalancer(ctxT(t), testCluster, big, nodes)
+	if !isRuleLimit(err) || !strings.Contains(err.Error(), "would have 1501 load balancing rules, more than Azure's limit of 1500 per Standard load balancer") {
+		t.Fatalf("1,501 rules: %v, want the refusal naming Azure's limit", err)
+	}
+	if evs := ruleEvents(e); len(evs) != 1 || !strings.Contains(evs[0], "1501") {
+		t.Fatalf("events %q, want one refusal", evs)
+	}
+	if e.pipExists(t, big) {
+		t.Fatal("the refused service has a public IP")
+	}
+	if n := plan.Rules(e.getLB(t, testCluster)); n != 300 {
+		t.Fatalf("%d rules on the load balancer after the refusal, want 300", n)
+	}
+}
+
 // One Standard load balancer with maximumLoadBalancerRuleCount 250 (as generated azure.json files
 // set it): the key limits nothing, Azure's 1,500 does. Sixteen services of 100 ports arrive at
 // once: fifteen fill the load balancer to 1,500 rules, the sixteenth is refused with a Warning
