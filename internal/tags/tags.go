@@ -1,7 +1,7 @@
 // Package tags decides the Azure tags of the resources the CCM owns from azure.json (tags,
 // tagsMap, systemTags), as the existing provider does: every configured tag is added or updated
 // on every reconcile; a tag the configuration does not name is removed only when systemTags is
-// set and does not name it either. Pure functions, table-tested; the callers apply the result
+// set and the tag starts with none of its keys. Pure functions, table-tested; the callers apply the result
 // in the mutations they submit to the resources' writers.
 package tags
 
@@ -18,7 +18,8 @@ type Policy struct {
 	// Config are tags and tagsMap merged (tagsMap wins); keys as written.
 	Config map[string]string
 	// System are the systemTags keys. When set, the CCM removes every tag of its resources that
-	// neither the configuration nor System names (the existing provider's rule).
+	// the configuration does not name and that starts with none of them (the existing
+	// provider's rule).
 	System []string
 }
 
@@ -68,7 +69,7 @@ type Keep func(key string) bool
 
 // Reconcile makes tags carry want: a missing key is added, a key present in another case is
 // updated in place (ARM treats keys case-insensitively), and, when system keys are given, every
-// other key that is neither wanted, a system key nor kept is removed. It edits and returns tags
+// other key that is neither wanted, a system tag (IsSystem) nor kept is removed. It edits and returns tags
 // (a new map when tags is nil and something is added) and reports a change.
 func Reconcile(tags map[string]*string, want map[string]string, system []string, keep Keep) (map[string]*string, bool) {
 	changed := false
@@ -93,13 +94,21 @@ func Reconcile(tags map[string]*string, want map[string]string, system []string,
 		if _, wanted := findString(want, k); wanted {
 			continue
 		}
-		if slices.ContainsFunc(system, func(s string) bool { return strings.EqualFold(s, k) }) || (keep != nil && keep(k)) {
+		if IsSystem(system, k) || (keep != nil && keep(k)) {
 			continue
 		}
 		delete(tags, k)
 		changed = true
 	}
 	return tags, changed
+}
+
+// IsSystem reports whether key is a system tag: it starts with one of the system keys, compared
+// without case, as the existing provider matches them (so "aks-managed" covers
+// "aks-managed-cluster-name").
+func IsSystem(system []string, key string) bool {
+	k := strings.ToLower(key)
+	return slices.ContainsFunc(system, func(s string) bool { return strings.HasPrefix(k, strings.ToLower(s)) })
 }
 
 // ApplyConfig reconciles the configured tags on a load balancer, NSG or route table. As in the

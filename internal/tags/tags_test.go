@@ -73,6 +73,10 @@ func TestReconcile(t *testing.T) {
 			system: []string{"owner"}, keep: keepOwner, result: "k8s-azure-service=ns/a", changed: true},
 		{name: "systemTags: nothing to do", tags: m("env", "prod", "owner", "me"), want: map[string]string{"env": "prod"},
 			system: []string{"owner"}, result: "env=prod,owner=me"},
+		{name: "systemTags match by prefix", tags: m("env", "prod", "aks-managed-cluster-name", "c", "AKS-Managed-Pool", "p", "aks", "x"),
+			want: map[string]string{"env": "prod"}, system: []string{"aks-managed"}, result: "AKS-Managed-Pool=p,aks-managed-cluster-name=c,env=prod", changed: true},
+		{name: "systemTags: a key shorter than the system key is no match", tags: m("owner", "me", "own", "x"), want: map[string]string{},
+			system: []string{"owner-team"}, result: "", changed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, changed := Reconcile(tc.tags, tc.want, tc.system, tc.keep)
