@@ -20,9 +20,34 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
-// DefaultScaleSetVMBatchSize bounds the concurrent scale set VM (and NIC) updates of one pool
-// sync when azure.json putVMSSVMBatchSize is 0.
-const DefaultScaleSetVMBatchSize = 10
+// nicParallelism bounds the concurrent NIC writes of one pool sync; putVMSSVMBatchSize does not
+// apply to them.
+const nicParallelism = 10
+
+// scaleSetVMBatch is how many scale set instances one pool sync writes at a time: azure.json
+// putVMSSVMBatchSize, or one at a time when it is unset (0), as in the existing provider.
+func scaleSetVMBatch(configured int) int { return max(configured, 1) }
+
+// runEdits runs f for every edit, at most limit(kind) of each kind at a time (at least one);
+// the kinds do not wait for each other.
+func runEdits(edits []membership.Edit, limit func(membership.Kind) int, f func(membership.Edit)) {
+	sems := map[membership.Kind]chan struct{}{}
+	for _, e := range edits {
+		if sems[e.Kind] == nil {
+			sems[e.Kind] = make(chan struct{}, max(limit(e.Kind), 1))
+		}
+	}
+	var wg sync.WaitGroup
+	for _, e := range edits {
+		sem := sems[e.Kind]
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			f(e)
+		})
+	}
+	wg.Wait()
+}
 
 // ipConfigBackends keeps nodeIPConfiguration pools in step: a node joins by its primary NIC's ip
 // configuration referencing the pool (IPv4 configuration → <cluster>, IPv6 → <cluster>-IPv6).
@@ -319,44 +344,39 @@ func (b *ipConfigBackends) Detach(ctx context.Context, clusterName string, lb *a
 	return errors.Join(errs...)
 }
 
-// apply writes the edits, at most batch resources at a time, and reports whether anything was
-// written. The node caches are dropped once per resource group / scale set afterwards (not per
-// write: a burst of NIC writes must not cause a burst of re-lists).
+// apply writes the edits (scale set instances scaleSetVMBatch at a time, the others
+// nicParallelism at a time) and reports whether anything was written. The node caches are
+// dropped once per resource group / scale set afterwards (not per write: a burst of NIC writes
+// must not cause a burst of re-lists).
 func (b *ipConfigBackends) apply(ctx context.Context, edits []membership.Edit) (bool, error) {
 	if len(edits) == 0 {
 		return false, nil
 	}
-	batch := b.batch
-	if batch <= 0 {
-		batch = DefaultScaleSetVMBatchSize
-	}
-	sem := make(chan struct{}, batch)
 	var (
-		wg        sync.WaitGroup
 		mu        sync.Mutex
 		errs      []error
 		nicRGs    = map[string]bool{}
 		scaleSets = map[scaleSetRef]bool{}
 	)
-	for _, e := range edits {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(e membership.Edit) {
-			defer func() { <-sem; wg.Done() }()
-			wrote, err := b.applyOne(ctx, e)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if wrote && e.Kind == membership.KindScaleSetVM {
-				scaleSets[scaleSetRef{strings.ToLower(e.ResourceGroup), strings.ToLower(e.ScaleSet)}] = true
-			} else if wrote {
-				nicRGs[strings.ToLower(e.ResourceGroup)] = true
-			}
-		}(e)
+	limit := func(k membership.Kind) int {
+		if k == membership.KindScaleSetVM {
+			return scaleSetVMBatch(b.batch)
+		}
+		return nicParallelism
 	}
-	wg.Wait()
+	runEdits(edits, limit, func(e membership.Edit) {
+		wrote, err := b.applyOne(ctx, e)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if wrote && e.Kind == membership.KindScaleSetVM {
+			scaleSets[scaleSetRef{strings.ToLower(e.ResourceGroup), strings.ToLower(e.ScaleSet)}] = true
+		} else if wrote {
+			nicRGs[strings.ToLower(e.ResourceGroup)] = true
+		}
+	})
 	for rg := range nicRGs {
 		if b.nicWritten != nil {
 			b.nicWritten(rg)
