@@ -243,8 +243,7 @@ func TestLoadBalancerBurst(t *testing.T) {
 		"The second variant separates what the workers (concurrency) and the writers (merging) each contribute.",
 		benchServices, benchNodes, benchServices, strings.Join(variantText, "; "))
 	res.Config = map[string]string{"nodes": fmt.Sprint(benchNodes), "services (every variant)": fmt.Sprint(benchServices),
-		"backend pool type": "nodeIP",
-		"latency": "LB PUT 1s, PIP PUT 0.5s, NSG PUT 0.5s, other writes 0.3s, deletes 0.3s, GET 50ms", "progress": "services with an IP"}
+		"backend pool type": "nodeIP", "latency": "LB PUT 1s, PIP PUT 0.5s, NSG PUT 0.5s, other writes 0.3s, deletes 0.3s, GET 50ms", "progress": "services with an IP"}
 
 	var phases []report.Phase
 	for i, v := range burstVariants {
