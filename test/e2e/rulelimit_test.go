@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 // rulePortsN are n TCP ports 1000, 1001, … for one service.
@@ -41,8 +41,8 @@ func TestLoadBalancerRuleLimit(t *testing.T) {
 	}
 
 	big := l.create(lbService("rules-big", nil, rulePortsN(1500-services*ports+1)...))
-	svcLB := naming.ServiceLBName(big.UID)
-	key := naming.ServiceKey(big.Namespace, big.Name)
+	svcLB := azurenames.ServiceLBName(big.UID)
+	key := azurenames.ServiceKey(big.Namespace, big.Name)
 	// The recorder counts repeats of one event: two refusals are the first reconcile and a retry.
 	var msg string
 	l.waitFor("two rule-limit refusals of rules-big", func(ctx context.Context) (bool, error) {
@@ -63,8 +63,8 @@ func TestLoadBalancerRuleLimit(t *testing.T) {
 	}
 	st := l.mustState()
 	for name, p := range st.PIPs {
-		v, _ := naming.ServiceTagValue(p.Tags)
-		if strings.Contains(name, svcLB) || slices.Contains(naming.ParseServiceTag(v), key) {
+		v, _ := azurenames.ServiceTagValue(p.Tags)
+		if strings.Contains(name, svcLB) || slices.Contains(azurenames.ParseServiceTag(v), key) {
 			t.Fatalf("the refused service has public IP %s", name)
 		}
 	}
