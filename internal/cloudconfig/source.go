@@ -1,6 +1,7 @@
 // Package cloudconfig reads azure.json from its sources — the --cloud-config file, the Secret
-// (kube-system/azure-cloud-provider, key cloud-config) or both merged, as cloudConfigType says —
-// and, with dynamic reloading, watches them and hands every valid change to the caller.
+// (kube-system/azure-cloud-provider, key cloud-config) or both merged, as cloudConfigType says;
+// the file alone when it says nothing — and, with dynamic reloading, watches them and hands
+// every valid change to the caller.
 package cloudconfig
 
 import (
@@ -56,13 +57,18 @@ type Loaded struct {
 	Data []byte
 	// Config is Data parsed, defaulted and validated.
 	Config *config.Config
-	// Type is the cloudConfigType that chose the sources.
+	// Type is the effective cloudConfigType that chose the sources: file when the file does
+	// not set it (TypeSet false), secret when there is no file.
 	Type string
+	// TypeSet says the file sets cloudConfigType.
+	TypeSet bool
 	// Secret is the Secret read (nil when it was not consulted or does not exist).
 	Secret *v1.Secret
 	// Origin says which sources Data came from, for logs ("file /etc/azure.json", "secret
 	// kube-system/azure-cloud-provider", or both).
 	Origin string
+	// SecretNote says, for the log, why the Secret was or was not read and used.
+	SecretNote string
 }
 
 // Input is what the sources held at one moment, for Resolve.
@@ -74,11 +80,13 @@ type Input struct {
 	SecretName string // namespace/name, for messages
 }
 
-// Resolve picks and merges the sources as the existing provider does. The file (when there is
-// one) says cloudConfigType, default merge: file reads the file only; secret the Secret only;
-// merge the file with every top-level key the Secret sets replacing the file's (keys compared
-// case-insensitively). Without a file the Secret is the only source. A Secret that cloudConfigType
-// needs and that does not exist is an error; in merge mode a missing Secret leaves the file alone.
+// Resolve picks and merges the sources. With a file, its cloudConfigType decides: not set or
+// file, the file only (the existing provider reads nothing else when given --cloud-config, so a
+// leftover Secret must not change the configuration); secret, the Secret only; merge, the file
+// with every top-level key the Secret sets replacing the file's (keys compared
+// case-insensitively). Without a file the Secret is the only source. A Secret that
+// cloudConfigType needs and that does not exist is an error; in merge mode a missing Secret
+// leaves the file alone. typ is the effective type (file when the file does not set one).
 func Resolve(in Input) (data []byte, typ string, usedSecret bool, err error) {
 	if !in.HasFile {
 		if !in.HasSecret {
@@ -86,7 +94,7 @@ func Resolve(in Input) (data []byte, typ string, usedSecret bool, err error) {
 		}
 		return in.Secret, TypeSecret, true, nil
 	}
-	typ, err = declaredType(in.File)
+	typ, err = effectiveType(in.File)
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -110,9 +118,9 @@ func Resolve(in Input) (data []byte, typ string, usedSecret bool, err error) {
 	}
 }
 
-// declaredType reads cloudConfigType from a document (merge when absent). Any other value is an
-// error naming the key. The document may hold nothing else (secret mode), so it is decoded
-// without validation.
+// declaredType reads cloudConfigType from a document ("" when absent). Any other value than
+// file, secret or merge is an error naming the key. The document may hold nothing else (secret
+// mode), so it is decoded without validation.
 func declaredType(doc []byte) (string, error) {
 	var c config.Config
 	if len(bytes.TrimSpace(doc)) > 0 {
@@ -122,12 +130,19 @@ func declaredType(doc []byte) (string, error) {
 	}
 	typ := strings.ToLower(c.CloudConfigType)
 	switch typ {
-	case "":
-		return TypeMerge, nil
-	case TypeFile, TypeSecret, TypeMerge:
+	case "", TypeFile, TypeSecret, TypeMerge:
 		return typ, nil
 	}
 	return "", fmt.Errorf("cloudConfigType: %q is not one of file, secret, merge", c.CloudConfigType)
+}
+
+// effectiveType is the file's cloudConfigType, file when it sets none.
+func effectiveType(file []byte) (string, error) {
+	t, err := declaredType(file)
+	if t == "" && err == nil {
+		t = TypeFile
+	}
+	return t, err
 }
 
 // Merge returns base with every top-level key of over replacing base's key of the same name
@@ -175,12 +190,14 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 	}
 	// The file alone decides whether the Secret matters: do not read it when it does not.
 	needSecret := !in.HasFile
+	typeSet := false
 	if in.HasFile {
-		if t, err := declaredType(in.File); err == nil && t != TypeFile {
-			needSecret = true
+		if t, err := declaredType(in.File); err == nil {
+			needSecret, typeSet = t == TypeSecret || t == TypeMerge, t != ""
 		}
 	}
 	var secret *v1.Secret
+	forbidden := false
 	if needSecret && s.Kube != nil {
 		sec, err := s.Kube.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 		switch {
@@ -189,6 +206,7 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 			// A deployment without read access to the Secret keeps working on its file, as
 			// before the Secret was a source; secret mode (or no file) cannot.
 			klog.InfoS("Warning: the cloud config Secret cannot be read; using the file alone", "secret", in.SecretName, "err", err)
+			forbidden = true
 		case err != nil:
 			return Loaded{}, fmt.Errorf("reading Secret %s: %w", in.SecretName, err)
 		default:
@@ -201,7 +219,7 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 		}
 	}
 	data, typ, usedSecret, err := Resolve(in)
-	l := Loaded{Data: data, Type: typ}
+	l := Loaded{Data: data, Type: typ, TypeSet: typeSet}
 	if usedSecret || secret != nil {
 		l.Secret = secret
 	}
@@ -216,12 +234,32 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 		origin = append(origin, "secret "+in.SecretName)
 	}
 	l.Origin = strings.Join(origin, " + ")
+	l.SecretNote = secretNote(in, typ, typeSet, usedSecret, forbidden)
 	cfg, err := config.Parse(data, s.Getenv)
 	if err != nil {
 		return l, fmt.Errorf("invalid cloud config (%s): %w", l.Origin, err)
 	}
 	l.Config = cfg
 	return l, nil
+}
+
+// secretNote says why the Secret was or was not used.
+func secretNote(in Input, typ string, typeSet, used, forbidden bool) string {
+	switch {
+	case !in.HasFile:
+		return "the only source: no --cloud-config file"
+	case typ == TypeFile && !typeSet:
+		return "not read: the file sets no cloudConfigType (merge or secret reads the Secret)"
+	case typ == TypeFile:
+		return "not read: cloudConfigType is file"
+	case typ == TypeSecret:
+		return "the only source: cloudConfigType is secret"
+	case used:
+		return "merged over the file: cloudConfigType is merge"
+	case forbidden:
+		return "cannot be read (forbidden): cloudConfigType is merge, the file is used alone"
+	}
+	return "does not exist: cloudConfigType is merge, the file is used alone"
 }
 
 // readFile reads the file up to config.MaxFileSize: a wrong file (a log, an image) is refused
@@ -240,7 +278,7 @@ func readFile(path string) ([]byte, error) {
 }
 
 func mergeMode(file []byte) bool {
-	t, err := declaredType(file)
+	t, err := effectiveType(file)
 	return err == nil && t == TypeMerge
 }
 

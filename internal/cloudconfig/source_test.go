@@ -16,6 +16,7 @@ import (
 
 func TestResolve(t *testing.T) {
 	file := []byte(`{"subscriptionId": "s", "loadBalancerSku": "standard", "tags": "a=1"}`)
+	merge := []byte(`{"cloudConfigType": "Merge", "subscriptionId": "s", "loadBalancerSku": "standard", "tags": "a=1"}`)
 	secret := []byte("LoadBalancerSku: service\ntags: a=2\n")
 	for _, c := range []struct {
 		name       string
@@ -28,10 +29,12 @@ func TestResolve(t *testing.T) {
 		{"no file: the Secret", Input{Secret: secret, HasSecret: true}, TypeSecret, true,
 			map[string]any{"LoadBalancerSku": "service", "tags": "a=2"}, ""},
 		{"no file, no Secret", Input{SecretName: "kube-system/azure-cloud-provider"}, TypeSecret, false, nil, "does not exist"},
-		{"merge is the default: Secret keys win, case-insensitively", Input{File: file, HasFile: true, Secret: secret, HasSecret: true}, TypeMerge, true,
-			map[string]any{"subscriptionId": "s", "LoadBalancerSku": "service", "tags": "a=2"}, ""},
-		{"merge without a Secret: the file", Input{File: file, HasFile: true}, TypeMerge, false,
+		{"no cloudConfigType: the file, a Secret is ignored", Input{File: file, HasFile: true, Secret: secret, HasSecret: true}, TypeFile, false,
 			map[string]any{"subscriptionId": "s", "loadBalancerSku": "standard", "tags": "a=1"}, ""},
+		{"merge: Secret keys win, case-insensitively", Input{File: merge, HasFile: true, Secret: secret, HasSecret: true}, TypeMerge, true,
+			map[string]any{"cloudConfigType": "Merge", "subscriptionId": "s", "LoadBalancerSku": "service", "tags": "a=2"}, ""},
+		{"merge without a Secret: the file", Input{File: merge, HasFile: true}, TypeMerge, false,
+			map[string]any{"cloudConfigType": "Merge", "subscriptionId": "s", "loadBalancerSku": "standard", "tags": "a=1"}, ""},
 		{"file ignores the Secret", Input{File: []byte(`{"cloudConfigType": "File", "tags": "a=1"}`), HasFile: true, Secret: secret, HasSecret: true}, TypeFile, false,
 			map[string]any{"cloudConfigType": "File", "tags": "a=1"}, ""},
 		{"secret ignores the file", Input{File: []byte(`cloudConfigType: secret`), HasFile: true, Secret: secret, HasSecret: true}, TypeSecret, true,
@@ -84,7 +87,7 @@ const minimal = `{"subscriptionId": "sub", "resourceGroup": "rg", "location": "w
 func TestLoadSecretOverFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "azure.json")
-	if err := os.WriteFile(file, []byte(minimal+`, "tags": "env=file"}`), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(minimal+`, "cloudConfigType": "merge", "tags": "env=file"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultSecretNamespace, Name: DefaultSecretName},
@@ -94,11 +97,14 @@ func TestLoadSecretOverFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Config.Tags != "env=secret" || l.Secret == nil || l.Type != TypeMerge {
-		t.Errorf("tags %q secret %v type %q: want the Secret's tags in merge mode", l.Config.Tags, l.Secret != nil, l.Type)
+	if l.Config.Tags != "env=secret" || l.Secret == nil || l.Type != TypeMerge || !l.TypeSet {
+		t.Errorf("tags %q secret %v type %q (set %v): want the Secret's tags in merge mode", l.Config.Tags, l.Secret != nil, l.Type, l.TypeSet)
 	}
 	if !strings.Contains(l.Origin, "file ") || !strings.Contains(l.Origin, "secret kube-system/azure-cloud-provider") {
 		t.Errorf("origin %q", l.Origin)
+	}
+	if !strings.Contains(l.SecretNote, "merged over the file") {
+		t.Errorf("secret note %q", l.SecretNote)
 	}
 
 	// An invalid Secret is refused with the key named, and the Secret returned for the event.
@@ -114,5 +120,34 @@ func TestLoadSecretOverFile(t *testing.T) {
 	src.Kube = fake.NewClientset(sec)
 	if _, err := src.Load(context.Background()); err == nil || !strings.Contains(err.Error(), "has no key cloud-config (keys: azure.json)") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestLoadLeftoverSecretIgnored: a file without cloudConfigType is the only source, as in the
+// existing provider: a Secret of the default name is not even read.
+func TestLoadLeftoverSecretIgnored(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "azure.json")
+	if err := os.WriteFile(file, []byte(minimal+`, "tags": "env=file"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultSecretNamespace, Name: DefaultSecretName},
+		Data: map[string][]byte{SecretKey: []byte(`{"tags": "env=secret"}`)}}
+	kube := fake.NewClientset(sec)
+	src := Source{File: file, Namespace: DefaultSecretNamespace, Name: DefaultSecretName, Kube: kube}
+	l, err := src.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Config.Tags != "env=file" || l.Secret != nil || l.Type != TypeFile || l.TypeSet {
+		t.Errorf("tags %q secret %v type %q (set %v): want the file alone", l.Config.Tags, l.Secret != nil, l.Type, l.TypeSet)
+	}
+	if l.Origin != "file "+file || !strings.Contains(l.SecretNote, "not read: the file sets no cloudConfigType") {
+		t.Errorf("origin %q, note %q", l.Origin, l.SecretNote)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetResource().Resource == "secrets" {
+			t.Errorf("the Secret was read: %v", a)
+		}
 	}
 }
