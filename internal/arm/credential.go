@@ -36,25 +36,19 @@ func IsWellKnownAuthorityHost(authority string) bool {
 // AuthMethod names the login method chosen from the configuration.
 type AuthMethod string
 
-// Login methods, in precedence order (the existing provider's).
+// Login methods, in precedence order (the existing provider's; config.Config.LoginMethods).
 const (
-	AuthWorkloadIdentity  AuthMethod = "workload-identity"
-	AuthManagedIdentity   AuthMethod = "managed-identity"
-	AuthClientSecret      AuthMethod = "client-secret"
-	AuthClientCertificate AuthMethod = "client-certificate"
+	AuthWorkloadIdentity  AuthMethod = config.LoginWorkloadIdentity
+	AuthManagedIdentity   AuthMethod = config.LoginManagedIdentity
+	AuthClientSecret      AuthMethod = config.LoginClientSecret
+	AuthClientCertificate AuthMethod = config.LoginClientCertificate
 )
 
-// ChooseAuthMethod picks the login method from azure.json.
+// ChooseAuthMethod picks the login method from azure.json: the first configured in the order of
+// precedence (others are ignored; config.Config.LoginWarning names them).
 func ChooseAuthMethod(cfg *config.Config) (AuthMethod, error) {
-	switch {
-	case cfg.UseFederatedWorkloadIdentityExtension:
-		return AuthWorkloadIdentity, nil
-	case cfg.UseManagedIdentityExtension:
-		return AuthManagedIdentity, nil
-	case cfg.AADClientSecret != "":
-		return AuthClientSecret, nil
-	case cfg.AADClientCertPath != "":
-		return AuthClientCertificate, nil
+	if m, ok := cfg.LoginMethod(); ok {
+		return AuthMethod(m.Name), nil
 	}
 	return "", fmt.Errorf("no credentials configured: set aadClientId with aadClientSecret or aadClientCertPath, " +
 		"useManagedIdentityExtension, or aadFederatedTokenFile (AZURE_FEDERATED_TOKEN_FILE)")

@@ -68,6 +68,43 @@ func TestLoginMethodsAgainstAzsim(t *testing.T) {
 	t.Setenv("IDENTITY_ENDPOINT", sim.IMDSURL()+"/msi/token")
 	t.Setenv("IDENTITY_HEADER", creds.IdentityHeader)
 
+	// Managed identity in azure.json and a client secret in the environment: the existing
+	// provider's order picks managed identity, and only managed-identity tokens are issued (first:
+	// azidentity caches managed-identity tokens across credentials).
+	t.Run("managed identity over AZURE_CLIENT_SECRET", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		env := map[string]string{config.EnvClientSecret: server.DefaultClientSecret}
+		cfg, err := config.Parse([]byte(fmt.Sprintf(`{"cloud":"AzureStackCloud","tenantId":%q,"subscriptionId":%q,
+			"resourceGroup":"rg","location":"eastus","aadClientId":%q,"useManagedIdentityExtension":true}`,
+			server.DefaultTenantID, topology.DefaultSubscriptionID, server.DefaultClientID)), func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := cfg.LoginWarning(); !strings.Contains(w, "logging in with managed-identity") || !strings.Contains(w, "ignoring client-secret (AZURE_CLIENT_SECRET)") {
+			t.Errorf("warning %q", w)
+		}
+		renv, err := config.ResolveEnvironment(ctx, cfg, sim.LookupEnvironmentFile, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim.Identity().ResetLogins()
+		clients, err := arm.New(ctx, cfg, arm.Options{Transport: sim.HTTPClient(), Environment: &renv, Metrics: arm.NewMetrics()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if clients.AuthMethod != arm.AuthManagedIdentity {
+			t.Fatalf("auth method %s, want %s", clients.AuthMethod, arm.AuthManagedIdentity)
+		}
+		if _, err := clients.Network.NewPublicIPAddressesClient().NewListAllPager(nil).NextPage(ctx); err != nil {
+			t.Fatal(err)
+		}
+		logins := sim.Identity().Logins()
+		if len(logins) != 1 || logins[0].Method != identity.LoginManagedIdentity {
+			t.Fatalf("azsim issued %+v, want managed-identity tokens only", logins)
+		}
+	})
+
 	userMIResource := creds.ManagedIdentities[1].ResourceID
 	cases := []struct {
 		name, extra string

@@ -140,9 +140,10 @@ type Config struct {
 	NonVmssUniformNodesCacheTTLInSeconds       int  `json:"nonVmssUniformNodesCacheTTLInSeconds,omitempty"`
 	ListVmssVirtualMachinesWithoutInstanceView bool `json:"listVmssVirtualMachinesWithoutInstanceView,omitempty"`
 
-	// federatedFromEnv records that AZURE_FEDERATED_TOKEN_FILE turned workload identity on, so
-	// that a conflict names the variable.
-	federatedFromEnv bool
+	// federatedFromEnv and secretFromEnv record that AZURE_FEDERATED_TOKEN_FILE turned workload
+	// identity on and that AZURE_CLIENT_SECRET set the client secret, so that the login warning
+	// names the variable.
+	federatedFromEnv, secretFromEnv bool
 }
 
 // AuxiliaryTokenProvider names a Key Vault secret holding a token for the network tenant.

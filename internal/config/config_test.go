@@ -98,44 +98,85 @@ func TestEnvironmentOverrides(t *testing.T) {
 	}
 }
 
-// More than one login method is refused with every source named (the existing provider used the
-// first one silently); AKS's "msi" placeholders next to managed identity are not a method.
-func TestConflictingLoginMethods(t *testing.T) {
-	base := `"subscriptionId":"s","resourceGroup":"rg","location":"l","tenantId":"t","aadClientId":"c"`
+// Several login methods are not an error: the first in the existing provider's order is used,
+// the warning names it and every ignored one (with the variable that set it), and only the used
+// method's keys are required. AKS's "msi" placeholders next to managed identity are not a
+// method.
+func TestLoginPrecedence(t *testing.T) {
+	base := `"subscriptionId":"s","resourceGroup":"rg","location":"l"`
+	sp := `,"tenantId":"t","aadClientId":"c"`
 	for name, tc := range map[string]struct {
-		json string
-		env  map[string]string
-		want []string
+		json    string
+		env     map[string]string
+		want    string   // the method used ("" for none)
+		ignored []string // in the warning, in order
 	}{
-		"managed identity and secret": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientSecret":"s3cr3t"}`, nil,
-			[]string{"useManagedIdentityExtension: more than one login method", "useManagedIdentityExtension=true (managed identity)", "aadClientSecret or AZURE_CLIENT_SECRET (client secret)"}},
-		"secret, managed identity and federated token": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientSecret":"s3cr3t"}`,
-			map[string]string{EnvFederatedTokenFile: "/var/run/token"},
-			[]string{"useFederatedWorkloadIdentityExtension: more than one login method", "AZURE_FEDERATED_TOKEN_FILE (workload identity)", "(managed identity)", "(client secret)"}},
-		"secret and certificate": {`{` + base + `,"aadClientSecret":"s3cr3t","aadClientCertPath":"/c.pem"}`, nil,
-			[]string{"aadClientSecret: more than one login method", "(client certificate)"}},
-		"secret from the environment and certificate": {`{` + base + `,"aadClientCertPath":"/c.pem"}`, map[string]string{EnvClientSecret: "x123"},
-			[]string{"aadClientSecret: more than one login method"}},
-		"AKS placeholders": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientId":"msi","aadClientSecret":"msi"}`, nil, nil},
+		"secret only":             {`{` + base + sp + `,"aadClientSecret":"s3cr3t"}`, nil, LoginClientSecret, nil},
+		"certificate only":        {`{` + base + sp + `,"aadClientCertPath":"/c.pem"}`, nil, LoginClientCertificate, nil},
+		"managed identity only":   {`{` + base + `,"useManagedIdentityExtension":true}`, nil, LoginManagedIdentity, nil},
+		"workload identity (env)": {`{` + base + `}`, map[string]string{EnvTenantID: "t", EnvClientID: "c", EnvFederatedTokenFile: "/var/run/token"}, LoginWorkloadIdentity, nil},
+		"managed identity over a secret from the environment": {`{` + base + `,"useManagedIdentityExtension":true}`,
+			map[string]string{EnvClientSecret: "x123"}, LoginManagedIdentity, []string{"client-secret (AZURE_CLIENT_SECRET)"}},
+		"managed identity over secret and certificate": {`{` + base + sp + `,"useManagedIdentityExtension":true,"aadClientSecret":"s3cr3t","aadClientCertPath":"/c.pem"}`,
+			nil, LoginManagedIdentity, []string{"client-secret (aadClientSecret)", "client-certificate (aadClientCertPath)"}},
+		"webhook's token file over managed identity and secret": {`{` + base + sp + `,"useManagedIdentityExtension":true,"aadClientSecret":"s3cr3t"}`,
+			map[string]string{EnvFederatedTokenFile: "/var/run/token"}, LoginWorkloadIdentity,
+			[]string{"managed-identity (useManagedIdentityExtension=true)", "client-secret (aadClientSecret)"}},
+		"workload identity key over managed identity": {`{` + base + sp + `,"useFederatedWorkloadIdentityExtension":true,"aadFederatedTokenFile":"/t","useManagedIdentityExtension":true}`,
+			nil, LoginWorkloadIdentity, []string{"managed-identity (useManagedIdentityExtension=true)"}},
+		"secret over certificate": {`{` + base + sp + `,"aadClientSecret":"s3cr3t","aadClientCertPath":"/c.pem"}`, nil,
+			LoginClientSecret, []string{"client-certificate (aadClientCertPath)"}},
+		"AKS placeholders": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientId":"msi","aadClientSecret":"msi"}`, nil, LoginManagedIdentity, nil},
+		"ignored secret needs no client ID": {`{` + base + `,"useManagedIdentityExtension":true,"aadClientSecret":"s3cr3t"}`, nil,
+			LoginManagedIdentity, []string{"client-secret (aadClientSecret)"}},
+		"none": {`{` + base + `}`, nil, "", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.json), func(k string) string { return tc.env[k] })
-			if tc.want == nil {
-				if err != nil {
-					t.Fatal(err)
+			c, err := Parse([]byte(tc.json), func(k string) string { return tc.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := c.LoginMethod()
+			if m.Name != tc.want || ok != (tc.want != "") {
+				t.Errorf("login method %q (%v), want %q", m.Name, ok, tc.want)
+			}
+			w := c.LoginWarning()
+			if len(tc.ignored) == 0 {
+				if w != "" {
+					t.Errorf("warning %q, want none", w)
 				}
 				return
 			}
-			if err == nil {
-				t.Fatal("accepted")
+			want := "logging in with " + tc.want + " ("
+			if !strings.Contains(w, want) {
+				t.Errorf("warning %q does not say %q", w, want)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
+			if !strings.Contains(w, "ignoring "+strings.Join(tc.ignored, ", ")+";") {
+				t.Errorf("warning %q does not ignore exactly %v", w, tc.ignored)
 			}
-			if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "x123") {
-				t.Errorf("the error shows the secret: %v", err)
+			if strings.Contains(w, "s3cr3t") || strings.Contains(w, "x123") {
+				t.Errorf("the warning shows the secret: %v", w)
+			}
+		})
+	}
+}
+
+// What the used login method needs is still required.
+func TestLoginMethodRequirements(t *testing.T) {
+	base := `"subscriptionId":"s","resourceGroup":"rg","location":"l"`
+	for name, tc := range map[string]struct{ json, want string }{
+		"secret without client ID":      {`{` + base + `,"tenantId":"t","aadClientSecret":"s3cr3t"}`, "aadClientId: is required with aadClientSecret"},
+		"certificate without client ID": {`{` + base + `,"tenantId":"t","aadClientCertPath":"/c"}`, "aadClientId: is required with aadClientCertPath"},
+		"secret without tenant":         {`{` + base + `,"aadClientId":"c","aadClientSecret":"s3cr3t"}`, "tenantId: is required"},
+		"workload identity without token file": {`{` + base + `,"tenantId":"t","aadClientId":"c","useFederatedWorkloadIdentityExtension":true}`,
+			"aadFederatedTokenFile: is required"},
+		"managed identity across tenants": {`{` + base + `,"tenantId":"t","networkResourceTenantID":"n","useManagedIdentityExtension":true,"aadClientId":"c","aadClientSecret":"s3cr3t"}`,
+			"networkResourceTenantID: \"n\" needs a login that works in both tenants"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.json), noEnv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -97,6 +97,7 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	}
 	if v := getenv(EnvClientSecret); v != "" {
 		cfg.AADClientSecret = Secret(v)
+		cfg.secretFromEnv = true
 	}
 	if v := getenv(EnvFederatedTokenFile); v != "" {
 		cfg.AADFederatedTokenFile = v

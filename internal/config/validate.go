@@ -111,35 +111,27 @@ func Validate(c *Config) error {
 		bad("cloudProviderBackoffJitter", "%g must not be negative", c.CloudProviderBackoffJitter)
 	}
 
-	// One login method: the existing provider silently picks the first of workload identity,
-	// managed identity, client secret and certificate, so a leftover secret or a token file
-	// injected by a webhook changed the identity without a word.
-	if methods := loginMethods(c); len(methods) > 1 {
-		what := make([]string, 0, len(methods))
-		for _, m := range methods {
-			what = append(what, m.what)
+	// Several login methods are not an error: the first in the existing provider's order is
+	// used (LoginWarning says which). Only what that one needs is checked.
+	login, _ := c.LoginMethod()
+	switch login.Name {
+	case LoginClientSecret, LoginClientCertificate:
+		if c.AADClientID == "" {
+			bad("aadClientId", "is required with %s", login.Key)
 		}
-		bad(methods[0].key, "more than one login method is configured (%s); configure exactly one", strings.Join(what, ", "))
 	}
-
-	// Credentials: a half-configured service principal is a mistake, not "no credentials".
-	if c.AADClientSecret != "" && c.AADClientID == "" && !c.UseManagedIdentityExtension {
-		bad("aadClientId", "is required with aadClientSecret")
+	switch login.Name {
+	case LoginClientSecret, LoginClientCertificate, LoginWorkloadIdentity:
+		if c.TenantID == "" {
+			bad("tenantId", "is required for service principal and workload identity login")
+		}
 	}
-	if c.AADClientCertPath != "" && c.AADClientID == "" && !c.UseManagedIdentityExtension {
-		bad("aadClientId", "is required with aadClientCertPath")
-	}
-	if (c.AADClientSecret != "" || c.AADClientCertPath != "" || c.UseFederatedWorkloadIdentityExtension) &&
-		!c.UseManagedIdentityExtension && c.TenantID == "" {
-		bad("tenantId", "is required for service principal and workload identity login")
-	}
-	if c.UseFederatedWorkloadIdentityExtension && c.AADFederatedTokenFile == "" {
+	if login.Name == LoginWorkloadIdentity && c.AADFederatedTokenFile == "" {
 		bad("aadFederatedTokenFile", "is required with useFederatedWorkloadIdentityExtension (or set AZURE_FEDERATED_TOKEN_FILE)")
 	}
 	// A managed identity lives in one tenant; the existing provider's way around that, a token
 	// kept in Key Vault (auxiliaryTokenProvider), is not supported.
-	if c.NetworkResourceTenantID != "" && !strings.EqualFold(c.NetworkResourceTenantID, c.TenantID) &&
-		c.UseManagedIdentityExtension && !c.UseFederatedWorkloadIdentityExtension {
+	if c.NetworkResourceTenantID != "" && !strings.EqualFold(c.NetworkResourceTenantID, c.TenantID) && login.Name == LoginManagedIdentity {
 		bad("networkResourceTenantID", "%q needs a login that works in both tenants (client secret, certificate or workload identity), not a managed identity", c.NetworkResourceTenantID)
 	}
 	if c.UserAssignedIdentityID != "" && !c.UseManagedIdentityExtension {
@@ -173,37 +165,6 @@ func Validate(c *Config) error {
 
 	errs = append(errs, validateMultiSLB(c)...)
 	return errors.Join(errs...)
-}
-
-// loginMethod is one configured login method: the key that turns it on and how it was set.
-type loginMethod struct{ key, what string }
-
-// msiPlaceholder is what AKS-style azure.json files carry in aadClientId and aadClientSecret
-// next to useManagedIdentityExtension: true. It is not a credential and is ignored.
-const msiPlaceholder = "msi"
-
-// loginMethods lists the login methods the configuration turns on, in the existing provider's
-// order of precedence.
-func loginMethods(c *Config) []loginMethod {
-	var out []loginMethod
-	if c.UseFederatedWorkloadIdentityExtension {
-		what := "useFederatedWorkloadIdentityExtension=true (workload identity)"
-		if c.federatedFromEnv {
-			what = EnvFederatedTokenFile + " (workload identity)"
-		}
-		out = append(out, loginMethod{"useFederatedWorkloadIdentityExtension", what})
-	}
-	if c.UseManagedIdentityExtension {
-		out = append(out, loginMethod{"useManagedIdentityExtension", "useManagedIdentityExtension=true (managed identity)"})
-	}
-	placeholder := c.UseManagedIdentityExtension && strings.EqualFold(c.AADClientSecret.Value(), msiPlaceholder)
-	if c.AADClientSecret != "" && !placeholder {
-		out = append(out, loginMethod{"aadClientSecret", "aadClientSecret or " + EnvClientSecret + " (client secret)"})
-	}
-	if c.AADClientCertPath != "" {
-		out = append(out, loginMethod{"aadClientCertPath", "aadClientCertPath (client certificate)"})
-	}
-	return out
 }
 
 // maxMessage bounds one error message: values are quoted short, but a library's message (a

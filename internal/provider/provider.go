@@ -15,6 +15,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -76,7 +77,14 @@ type Options struct {
 	// never reads: a provider replacing another on a cloud config reload gets the running
 	// informers the first one trimmed (a running informer refuses a transform).
 	InformersTrimmed bool
+	// ConfigObject is the object the configuration came from (the cloud config Secret), if any:
+	// Initialize records the start-up warnings about the configuration on it as events.
+	ConfigObject runtime.Object
 }
+
+// ReasonLoginMethodsIgnored is the Warning event recorded on Options.ConfigObject when several
+// login methods are configured.
+const ReasonLoginMethodsIgnored = "LoginMethodsIgnored"
 
 // Cloud is the Azure cloud provider.
 type Cloud struct {
@@ -147,6 +155,11 @@ func Prepare(cfg *config.Config, o Options) (*Cloud, error) {
 	if o.ARM.Credential == nil {
 		if err := arm.CheckCredentials(cfg); err != nil {
 			return nil, fmt.Errorf("invalid cloud config: %w", err)
+		}
+		if w := cfg.LoginWarning(); w != "" {
+			// Starting, as the existing provider does, but not silently: the identity in use
+			// may not be the one the operator thinks.
+			klog.Warningf("Cloud config: %s", w)
 		}
 	}
 	return &Cloud{Config: cfg, opts: o, onPremRoutes: map[string]cloudprovider.Route{}, lbBuilder: o.LoadBalancer}, nil
@@ -297,6 +310,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		b.StartStructuredLogging(0)
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 		c.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "azure-cloud-provider"})
+		if w := c.Config.LoginWarning(); w != "" && c.opts.ConfigObject != nil && c.opts.ARM.Credential == nil {
+			c.recorder.Event(c.opts.ConfigObject, v1.EventTypeWarning, ReasonLoginMethodsIgnored, w)
+		}
 	}
 	go c.zoneRefresher(stop)
 }

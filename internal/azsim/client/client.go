@@ -18,6 +18,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/identity"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 )
@@ -36,6 +37,8 @@ type (
 	// DriftRequest is a third party's edit of a resource; DriftResult what it wrote.
 	DriftRequest = drift.Request
 	DriftResult  = drift.Result
+	// LoginCount is how many tokens azsim issued to one identity by one login method.
+	LoginCount = identity.LoginCount
 )
 
 // Client is a control API client.
@@ -197,6 +200,18 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	var s Stats
 	err := c.call(ctx, http.MethodGet, "/stats", nil, &s)
 	return s, err
+}
+
+// Logins returns the tokens azsim issued, by login method and client ID.
+func (c *Client) Logins(ctx context.Context) ([]LoginCount, error) {
+	var l []LoginCount
+	err := c.call(ctx, http.MethodGet, "/logins", nil, &l)
+	return l, err
+}
+
+// ResetLogins forgets the tokens issued so far.
+func (c *Client) ResetLogins(ctx context.Context) error {
+	return c.call(ctx, http.MethodDelete, "/logins", nil, nil)
 }
 
 // ResetStats zeroes the counters.

@@ -1,5 +1,6 @@
 // Package control is azsim's control API under /azsim/v1/ on the HTTPS listener: seeding,
-// reset, fault rules, latency and throttling models, request counters and metrics, resource
+// reset, fault rules, latency and throttling models, request counters and metrics, the logins
+// (tokens issued by login method and identity), resource
 // reads, the IMDS default VM, VM actions and private endpoint connection decisions. It needs no authentication: it is for tests and
 // operators of a local emulator.
 package control
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/drift"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/identity"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 )
@@ -78,6 +80,10 @@ type API struct {
 	SetDefaultVM func(string)
 	DefaultVM    func() string
 	Info         func() Info
+	// Logins are the tokens the identity service issued, by login method and client ID;
+	// ResetLogins forgets them.
+	Logins      func() []identity.LoginCount
+	ResetLogins func()
 }
 
 // Register adds the routes to mux.
@@ -134,6 +140,13 @@ func (a *API) Register(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("DELETE "+p+"/stats", func(w http.ResponseWriter, r *http.Request) {
 		a.Middleware.ResetStats()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET "+p+"/logins", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, a.Logins())
+	})
+	mux.HandleFunc("DELETE "+p+"/logins", func(w http.ResponseWriter, r *http.Request) {
+		a.ResetLogins()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.Handle("GET "+p+"/metrics", a.Middleware.MetricsHandler())

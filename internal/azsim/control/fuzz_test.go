@@ -13,6 +13,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azsim/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/compute"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/control"
+	"github.com/azure-ccm/azure-ccm/internal/azsim/identity"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/network"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
@@ -36,7 +37,8 @@ func FuzzControlAPI(f *testing.F) {
 		Reset:        func() error { return nil },
 		VMAction:     func(context.Context, control.VMAction) error { return errors.New("no such VM") },
 		SetDefaultVM: func(string) {}, DefaultVM: func() string { return "" },
-		Info: func() control.Info { return control.Info{URL: "https://azsim"} },
+		Info:   func() control.Info { return control.Info{URL: "https://azsim"} },
+		Logins: func() []identity.LoginCount { return nil }, ResetLogins: func() {},
 	}
 	mux := http.NewServeMux()
 	api.Register(mux)

@@ -21,13 +21,10 @@ import (
 func verifyAssertion(cl Client, assertion string, now jwtTime) error {
 	parser := jwt.NewParser(jwt.WithTimeFunc(now), jwt.WithExpirationRequired())
 	var claims jwt.RegisteredClaims
-	tok, _, err := parser.ParseUnverified(assertion, &claims)
-	if err != nil {
+	if _, _, err := parser.ParseUnverified(assertion, &claims); err != nil {
 		return fmt.Errorf("AADSTS50027: client_assertion is not a JWT: %w", err)
 	}
-	_, hasX5t := tok.Header["x5t"]
-	_, hasX5tS256 := tok.Header["x5t#S256"]
-	if hasX5t || hasX5tS256 {
+	if isCertificateAssertion(assertion) {
 		return verifyCertAssertion(cl, assertion, now)
 	}
 	if !cl.Federated {

@@ -23,6 +23,8 @@ type Service struct {
 
 	mu    sync.RWMutex
 	creds Credentials
+
+	logins loginLog
 }
 
 // New returns a Service for creds.
@@ -145,6 +147,7 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "unauthorized_client", 700016, fmt.Sprintf("AADSTS700016: Application with identifier '%s' was not found in the directory '%s'.", clientID, tenant))
 		return
 	}
+	method := LoginClientSecret
 	switch {
 	case secret != "":
 		if cl.Secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(cl.Secret)) != 1 {
@@ -152,6 +155,10 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case f.Get("client_assertion") != "":
+		method = LoginWorkloadIdentity
+		if isCertificateAssertion(f.Get("client_assertion")) {
+			method = LoginClientCertificate
+		}
 		if f.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
 			oauthError(w, http.StatusBadRequest, "invalid_request", 50027, "AADSTS50027: unsupported client_assertion_type.")
 			return
@@ -181,6 +188,7 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusInternalServerError, "server_error", 0, err.Error())
 		return
 	}
+	s.logins.record(method, cl.ClientID)
 	secs := int(time.Until(exp).Seconds())
 	writeJSON(w, http.StatusOK, map[string]any{
 		"token_type": "Bearer", "expires_in": secs, "ext_expires_in": secs, "access_token": tok,
@@ -263,6 +271,7 @@ func (s *Service) managedIdentityToken(w http.ResponseWriter, r *http.Request, r
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error", "error_description": err.Error()})
 		return
 	}
+	s.logins.record(LoginManagedIdentity, mi.ClientID)
 	now := s.Issuer.Now()
 	writeJSON(w, http.StatusOK, map[string]string{
 		"access_token":   tok,

@@ -254,6 +254,8 @@ func (s *Server) mainHandler() http.Handler {
 		SetDefaultVM:     s.imds.SetDefaultVM,
 		DefaultVM:        s.imds.DefaultVM,
 		Info:             s.Info,
+		Logins:           s.identity.Logins,
+		ResetLogins:      s.identity.ResetLogins,
 	}
 	api.Register(mux)
 	// The subscription list (az login, azidentity-free tools) is answered here: the engine only
@@ -358,11 +360,12 @@ func (s *Server) Seed(ctx context.Context, t *topology.Topology) (*topology.Resu
 	return res, err
 }
 
-// Reset drops every resource, fault rule and counter, and the IMDS default VM.
+// Reset drops every resource, fault rule and counter (logins included), and the IMDS default VM.
 func (s *Server) Reset() error {
 	s.engine.Reset()
 	s.mw.ClearFaults()
 	s.mw.ResetStats()
+	s.identity.ResetLogins()
 	s.imds.SetDefaultVM("")
 	return nil
 }
