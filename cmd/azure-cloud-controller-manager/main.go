@@ -24,6 +24,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
+	"github.com/azure-ccm/azure-ccm/internal/nodefilter"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 	"github.com/azure-ccm/azure-ccm/internal/reload"
 )
@@ -92,11 +93,16 @@ func (w *wiring) flags() cliflag.NamedFlagSets {
 	// The existing provider's cloud config source flags.
 	src := fss.FlagSet("cloud config")
 	src.StringVar(&w.source.Name, "cloud-config-secret-name", cloudconfig.DefaultSecretName,
-		"Secret holding azure.json under --cloud-config-key: the only source without --cloud-config, merged over the file with cloudConfigType merge (the default), the only one with cloudConfigType secret")
+		"Secret holding azure.json under --cloud-config-key: the only source without --cloud-config; with it, read only when the file sets cloudConfigType merge (merged over the file) or secret (the only source)")
 	src.StringVar(&w.source.Namespace, "cloud-config-secret-namespace", cloudconfig.DefaultSecretNamespace, "namespace of --cloud-config-secret-name")
 	src.StringVar(&w.source.Key, "cloud-config-key", cloudconfig.SecretKey, "key of the Secret's data holding azure.json")
 	src.BoolVar(&w.dynamicReloading, "enable-dynamic-reloading", false,
 		"watch the cloud config file and Secret; a valid change restarts the cloud provider and its controllers in-process (leadership kept), an invalid one is refused with an event on the Secret and the running configuration stays")
+	// The existing provider's node filter.
+	nf := fss.FlagSet("node filtering")
+	nf.StringVar(&w.nodeFilter, nodefilter.Flag, "",
+		"label selector of the nodes the CCM manages (e.g. 'env=prod', '!maintenance', 'env in (prod,staging),!maintenance'): "+
+			"every controller sees only the matching nodes (load balancer backend pools, routes, node initialization and lifecycle, node IPAM); Services and other resources are not filtered. Empty: every node")
 	ipamFS := fss.FlagSet("node ipam controller")
 	ipamFS.StringVar(&w.ipam.ServiceCIDR, "service-cluster-ip-range", "",
 		"CIDR range(s) of Services (one, or an IPv4 and an IPv6 one separated by a comma). Node pod CIDRs overlapping it are never assigned. Used with --allocate-node-cidrs.")

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/migration"
+	"github.com/azure-ccm/azure-ccm/internal/nodefilter"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
 
@@ -25,8 +27,9 @@ const envMigrationExitAfter = "AZURE_CCM_MIGRATION_EXIT_AFTER"
 // balancer implementation is built: after leader election and before the service controller
 // (or any other controller) gets the implementation, so no service reconcile runs while Basic
 // load balancers are being replaced. Without Basic load balancers it costs one LIST. clusterName
-// is --cluster-name: the migration names pools and public IPs as the service controller will.
-func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBalancer, clusterName string) {
+// is --cluster-name: the migration names pools and public IPs as the service controller will;
+// nodes the nodes it sees (--node-filter-requirements, nil: all).
+func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBalancer, clusterName string, nodes labels.Selector) {
 	migration.RegisterMetrics()
 	if d.Config == nil || !d.Config.IsStandardSKU() {
 		return
@@ -36,7 +39,8 @@ func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBala
 		return
 	}
 	o := migration.Options{Config: d.Config, ClusterName: clusterName, Network: d.Clients.Network,
-		Compute: d.Clients.Compute, Writers: d.Writers, Kube: d.Kube, Recorder: d.Recorder, LoadBalancer: lb}
+		Compute: d.Clients.Compute, Writers: d.Writers, Kube: d.Kube, Recorder: d.Recorder, LoadBalancer: lb,
+		NodeSelector: nodefilter.String(nodes)}
 	if d.Nodes != nil {
 		o.VMSetOf = func(ctx context.Context, n *v1.Node) (string, error) {
 			inst, err := d.Nodes.Instance(ctx, n)

@@ -21,9 +21,9 @@ import (
 	cmconfig "k8s.io/controller-manager/config"
 	"k8s.io/klog/v2"
 
-	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
+	"github.com/azure-ccm/azure-ccm/internal/nodefilter"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 	"github.com/azure-ccm/azure-ccm/internal/writeplan"
 )
@@ -76,7 +76,7 @@ the plan could not be made.`,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			pending, err := runPlan(ctx, opts, flagsOf.source, controllerNames, output, cmd.OutOrStdout())
+			pending, err := runPlan(ctx, opts, flagsOf, controllerNames, output, cmd.OutOrStdout())
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
@@ -92,7 +92,8 @@ the plan could not be made.`,
 		fs.AddFlagSet(f)
 	}
 	// The CCM's own flags are accepted so that the Deployment's arguments can be pasted. Only
-	// the cloud config source flags change the plan (azure.json is read as the CCM reads it).
+	// the cloud config source flags (azure.json is read as the CCM reads it) and the node
+	// filter change the plan.
 	for _, f := range flagsOf.flags().FlagSets {
 		fs.AddFlagSet(f)
 	}
@@ -104,7 +105,11 @@ the plan could not be made.`,
 }
 
 // runPlan makes the plan and prints it; pending reports whether anything is to be written.
-func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, src cloudconfig.Source, controllerNames []string, output string, out io.Writer) (bool, error) {
+func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, w *wiring, controllerNames []string, output string, out io.Writer) (bool, error) {
+	sel, err := nodefilter.Parse(w.nodeFilter)
+	if err != nil {
+		return false, err
+	}
 	if errs := o.Generic.Validate(controllerNames, app.ControllersDisabledByDefault.List(), names.CCMControllerAliases()); len(errs) > 0 {
 		return false, errors.Join(errs...)
 	}
@@ -130,6 +135,7 @@ func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, src 
 		return false, err
 	}
 	// azure.json from the same sources as the CCM: the file, the Secret, or both.
+	src := w.source
 	src.File, src.Kube = shared.CloudProvider.CloudConfigFile, kube
 	loaded, err := src.Load(ctx)
 	if err != nil {
@@ -139,7 +145,7 @@ func runPlan(ctx context.Context, o *options.CloudControllerManagerOptions, src 
 	if err != nil {
 		return false, err
 	}
-	po := writeplan.Options{Cloud: cloud, ClusterName: shared.ClusterName, Kube: kube,
+	po := writeplan.Options{Cloud: cloud, ClusterName: shared.ClusterName, Kube: kube, NodeSelector: nodefilter.String(sel),
 		Services:   enabled(names.ServiceLBController),
 		AdminState: enabled(adminstate.Name) && cloud.Config.AdminStateEnabled(),
 		LocalPools: enabled(localpools.Name),

@@ -20,7 +20,8 @@ func TestPlanTakesTheDeploymentFlags(t *testing.T) {
 	cmd := planCommand(w, app.ControllerNames(inits))
 	args := []string{"--cloud-provider=azure", "--cloud-config=/etc/kubernetes/azure.json", "--kubeconfig=/k", "--leader-elect=true",
 		"--controllers=*,-cloud-node,-drift-audit", "--configure-cloud-routes=false", "--secure-port=10268", "--v=2",
-		"--concurrent-service-syncs=10", "--drift-audit-period=30s", "--cluster-name=prod", "--output=json", "--timeout=1m"}
+		"--concurrent-service-syncs=10", "--drift-audit-period=30s", "--cluster-name=prod", "--output=json", "--timeout=1m",
+		"--node-filter-requirements=env=prod"}
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatalf("plan %s: %v", strings.Join(args, " "), err)
 	}

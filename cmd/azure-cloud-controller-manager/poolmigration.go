@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/poolmigration"
+	"github.com/azure-ccm/azure-ccm/internal/nodefilter"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
 
@@ -21,8 +23,8 @@ const envPoolMigrationExitAfter = "AZURE_CCM_POOL_MIGRATION_EXIT_AFTER"
 // addresses into a pool Azure still holds NIC-based. With nodeIP pools every start reads the
 // cluster's load balancers and lists the NICs, scale sets and scale set NICs of resourceGroup
 // (references left on instances show only there; the lists fill the caches the node resolver
-// uses anyway); the nodes only while a pool is NIC-based.
-func migratePoolsBeforeServing(d provider.LoadBalancerDeps, o loadbalancer.BuildOptions, clusterName string) {
+// uses anyway); the nodes (those nodes selects, nil: all) only while a pool is NIC-based.
+func migratePoolsBeforeServing(d provider.LoadBalancerDeps, o loadbalancer.BuildOptions, clusterName string, nodes labels.Selector) {
 	poolmigration.RegisterMetrics()
 	if !poolmigration.Needed(d.Config) {
 		return
@@ -32,7 +34,7 @@ func migratePoolsBeforeServing(d provider.LoadBalancerDeps, o loadbalancer.Build
 		return
 	}
 	po := poolmigration.Options{Config: d.Config, ClusterName: clusterName, Writers: d.Writers, Caches: d.Clients.Caches,
-		Nodes: d.Nodes, Kube: d.Kube, Recorder: d.Recorder, PoolEntries: o.PoolEntries}
+		Nodes: d.Nodes, Kube: d.Kube, Recorder: d.Recorder, PoolEntries: o.PoolEntries, NodeSelector: nodefilter.String(nodes)}
 	if s := os.Getenv(envPoolMigrationExitAfter); s != "" {
 		if stop, ok := poolmigration.ParsePhase(s); ok {
 			po.AfterPhase = func(p poolmigration.Phase) {

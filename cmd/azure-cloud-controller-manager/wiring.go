@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
@@ -28,6 +29,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/pipgroups"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
+	"github.com/azure-ccm/azure-ccm/internal/nodefilter"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 	"github.com/azure-ccm/azure-ccm/internal/reload"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway"
@@ -51,6 +53,9 @@ type wiring struct {
 	// dynamicReloading --enable-dynamic-reloading.
 	source           cloudconfig.Source
 	dynamicReloading bool
+	// nodeFilter is --node-filter-requirements; nodeSelector its parsed form (nil: every node).
+	nodeFilter   string
+	nodeSelector labels.Selector
 
 	cfg *cloudcontrollerconfig.CompletedConfig
 	// served is what the cloud-provider app and its controllers get: it delegates to cloud
@@ -75,6 +80,19 @@ func (w *wiring) initCloud(c *cloudcontrollerconfig.CompletedConfig) cloudprovid
 	if cc.Name != provider.ProviderName {
 		klog.Fatalf("Cloud provider %q is unknown (this binary serves %q)", cc.Name, provider.ProviderName)
 	}
+	sel, err := nodefilter.Parse(w.nodeFilter)
+	if err != nil {
+		klog.Fatalf("%v", err)
+	}
+	// Before anything asks for the Node informer: every controller, the provider's node map
+	// and the load balancer then see only the matching nodes.
+	if err := nodefilter.Install(c.SharedInformers, sel); err != nil {
+		klog.Fatalf("--%s: %v", nodefilter.Flag, err)
+	}
+	w.nodeSelector = sel
+	if sel != nil {
+		klog.InfoS("Node filter: the controllers see only the nodes matching the selector", "selector", sel.String())
+	}
 	src := w.source
 	src.File, src.Kube = cc.CloudConfigFile, c.Client
 	ctx := context.Background()
@@ -82,7 +100,11 @@ func (w *wiring) initCloud(c *cloudcontrollerconfig.CompletedConfig) cloudprovid
 	if err != nil {
 		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
 	}
-	klog.InfoS("Cloud config read", "origin", loaded.Origin, "cloudConfigType", loaded.Type)
+	typ := loaded.Type
+	if src.File != "" && !loaded.TypeSet {
+		typ += " (not set)"
+	}
+	klog.InfoS("Cloud config read", "origin", loaded.Origin, "cloudConfigType", typ, "secret", loaded.SecretNote)
 	cloud, err := w.newCloud(loaded, false)
 	if err != nil {
 		klog.Fatalf("Cloud provider %q could not be initialized: %v", cc.Name, err)
@@ -107,11 +129,15 @@ const reloadStartTimeout = 2 * time.Minute
 // newCloud prepares a provider on a loaded configuration (no ARM call). A reload's provider
 // gets the shared informers the first one already trimmed and started.
 func (w *wiring) newCloud(l cloudconfig.Loaded, reload bool) (*provider.Cloud, error) {
-	return provider.PrepareFromBytes(l.Data, provider.Options{
+	o := provider.Options{
 		DisableWriteMerging: w.disableWriteMerging,
 		LoadBalancer:        w.buildLoadBalancer,
 		InformersTrimmed:    reload,
-	})
+	}
+	if l.Secret != nil {
+		o.ConfigObject = l.Secret
+	}
+	return provider.PrepareFromBytes(l.Data, o)
 }
 
 // reloadCloud starts a provider on a new configuration and, once it is up, makes it the one
@@ -204,8 +230,8 @@ func (w *wiring) buildLoadBalancer(d provider.LoadBalancerDeps) (cloudprovider.L
 		return nil, err
 	}
 	w.parts, w.buildOpts = parts, o
-	migrateBeforeServing(d, parts.LoadBalancer, w.cfg.ComponentConfig.KubeCloudShared.ClusterName)
-	migratePoolsBeforeServing(d, o, w.cfg.ComponentConfig.KubeCloudShared.ClusterName)
+	migrateBeforeServing(d, parts.LoadBalancer, w.cfg.ComponentConfig.KubeCloudShared.ClusterName, w.nodeSelector)
+	migratePoolsBeforeServing(d, o, w.cfg.ComponentConfig.KubeCloudShared.ClusterName, w.nodeSelector)
 	return parts.LoadBalancer, nil
 }
 

@@ -54,6 +54,9 @@ type Options struct {
 	ClusterName string
 	// Kube is only read from.
 	Kube kubernetes.Interface
+	// NodeSelector is the label selector of the nodes the CCM manages (--node-filter-requirements;
+	// "" for all): only those are planned for.
+	NodeSelector string
 	// Services: the service controller runs (--controllers).
 	Services bool
 	// AdminState: the admin-state controller runs and azure.json enables it.
@@ -232,7 +235,7 @@ func list(ctx context.Context, o Options) (*inputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing services: %w", err)
 	}
-	nodes, err := o.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := o.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.NodeSelector})
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
@@ -412,7 +415,7 @@ func planRoutes(ctx context.Context, o Options, in *inputs, set *writers.Set, re
 func planMigration(ctx context.Context, o Options, p *Plan) error {
 	cloud := o.Cloud
 	mo := migration.Options{Config: cloud.Config, ClusterName: o.ClusterName, Network: cloud.Clients.Network,
-		Compute: cloud.Clients.Compute, Kube: o.Kube}
+		Compute: cloud.Clients.Compute, Kube: o.Kube, NodeSelector: o.NodeSelector}
 	if cloud.Resolver != nil {
 		mo.VMSetOf = func(ctx context.Context, n *v1.Node) (string, error) {
 			inst, err := cloud.Resolver.Instance(ctx, n)
@@ -445,7 +448,7 @@ func planMigration(ctx context.Context, o Options, p *Plan) error {
 func planPoolMigration(ctx context.Context, o Options, p *Plan) error {
 	cloud := o.Cloud
 	mp, err := poolmigration.Preview(ctx, poolmigration.Options{Config: cloud.Config, ClusterName: o.ClusterName,
-		Writers: cloud.Writers, Caches: cloud.Clients.Caches, Nodes: cloud.Resolver, Kube: o.Kube})
+		Writers: cloud.Writers, Caches: cloud.Clients.Caches, Nodes: cloud.Resolver, Kube: o.Kube, NodeSelector: o.NodeSelector})
 	if err != nil {
 		return err
 	}

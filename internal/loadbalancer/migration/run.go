@@ -48,6 +48,9 @@ type Options struct {
 	// one the Standard path uses too.
 	Writers *writers.Set
 	Kube    kubernetes.Interface
+	// NodeSelector is the label selector of the nodes the CCM manages (--node-filter-requirements;
+	// "" for all): the nodes listed are those the service controller puts in backend pools.
+	NodeSelector string
 	// Recorder receives the progress events on the services (optional).
 	Recorder record.EventRecorder
 	// LoadBalancer is the Standard path the services are handed to.
@@ -194,7 +197,7 @@ func (x *executor) read(ctx context.Context) (Input, []*v1.Node, error) {
 			pipRGs[strings.ToLower(rg)] = rg
 		}
 	}
-	nodeList, err := x.o.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodeList, err := x.o.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: x.o.NodeSelector})
 	if err != nil {
 		return in, nil, fmt.Errorf("listing nodes: %w", err)
 	}

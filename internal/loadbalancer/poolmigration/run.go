@@ -45,6 +45,9 @@ type Options struct {
 	// Nodes resolves a node to its VM's ip configurations.
 	Nodes *nodes.Resolver
 	Kube  kubernetes.Interface
+	// NodeSelector is the label selector of the nodes the CCM manages (--node-filter-requirements;
+	// "" for all): the nodes whose addresses the staging pool holds.
+	NodeSelector string
 	// Recorder receives the progress events on the services (optional).
 	Recorder record.EventRecorder
 	// PoolEntries edits every IP-based pool written (the admin state of draining nodes).
@@ -261,7 +264,7 @@ func (x *executor) read(ctx context.Context) (Input, error) {
 // readNodes adds the cluster's nodes and their ip configurations to in (the staging pool's
 // addresses are the members' nodes' addresses) and the node resource groups to rgs.
 func (x *executor) readNodes(ctx context.Context, in *Input, rgs map[string]string) error {
-	nodeList, err := x.o.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodeList, err := x.o.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: x.o.NodeSelector})
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
