@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,10 +40,22 @@ type Stats struct {
 	// RoleActions are the role actions each client needed (authenticated requests): what a
 	// custom role for the program must allow, join actions of referenced resources included.
 	RoleActions []RoleActionCount `json:"roleActions,omitempty"`
+	// APIVersions are the counts by resource type and api-version: what version a client
+	// really sent (Azure Stack pins old ones).
+	APIVersions []APIVersionCount `json:"apiVersions,omitempty"`
 	// Throttled counts 429s from the throttling model; Faults counts requests hit by a rule.
 	Throttled int64 `json:"throttled"`
 	Faults    int64 `json:"faults"`
 }
+
+// APIVersionCount is the number of requests to one resource type with one api-version.
+type APIVersionCount struct {
+	ResourceType string `json:"resourceType"`
+	APIVersion   string `json:"apiVersion"`
+	Count        int64  `json:"count"`
+}
+
+type apiVersionKey struct{ typ, version string }
 
 type countKey struct {
 	method, typ string
@@ -68,6 +81,7 @@ type counters struct {
 	counts      map[countKey]*Count
 	resources   map[resourceKey]*ResourceCount
 	roleActions map[roleActionKey]*RoleActionCount
+	apiVersions map[apiVersionKey]*APIVersionCount
 	throttled   int64
 	faults      int64
 
@@ -80,7 +94,7 @@ type counters struct {
 
 func newCounters(canonical func(string) string) *counters {
 	c := &counters{canonical: canonical, counts: map[countKey]*Count{}, resources: map[resourceKey]*ResourceCount{},
-		roleActions: map[roleActionKey]*RoleActionCount{}, registry: prometheus.NewRegistry()}
+		roleActions: map[roleActionKey]*RoleActionCount{}, apiVersions: map[apiVersionKey]*APIVersionCount{}, registry: prometheus.NewRegistry()}
 	c.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "azsim_arm_requests_total", Help: "ARM requests served by azsim, by method, resource type, class and status.",
 	}, []string{"method", "resource_type", "class", "status"})
@@ -94,7 +108,7 @@ func newCounters(canonical func(string) string) *counters {
 	return c
 }
 
-func (c *counters) record(op Op, path string, status int, took time.Duration) {
+func (c *counters) record(op Op, path, apiVersion string, status int, took time.Duration) {
 	typ := op.ResourceType
 	if typ == "" {
 		typ = "other"
@@ -115,6 +129,15 @@ func (c *counters) record(op Op, path string, status int, took time.Duration) {
 	}
 	cnt.Count++
 	display := cnt.ResourceType
+	if apiVersion != "" {
+		vk := apiVersionKey{strings.ToLower(typ), apiVersion}
+		vc := c.apiVersions[vk]
+		if vc == nil {
+			vc = &APIVersionCount{ResourceType: display, APIVersion: apiVersion}
+			c.apiVersions[vk] = vc
+		}
+		vc.Count++
+	}
 	if hasRes {
 		rk := resourceKey{strings.ToLower(res.ResourceType), strings.ToLower(res.ResourceGroup), strings.ToLower(res.Name), op.Class}
 		rc := c.resources[rk]
@@ -196,6 +219,16 @@ func (c *counters) snapshot() Stats {
 	for _, v := range c.roleActions {
 		s.RoleActions = append(s.RoleActions, *v)
 	}
+	for _, v := range c.apiVersions {
+		s.APIVersions = append(s.APIVersions, *v)
+	}
+	sort.Slice(s.APIVersions, func(i, j int) bool {
+		a, b := s.APIVersions[i], s.APIVersions[j]
+		if a.ResourceType != b.ResourceType {
+			return a.ResourceType < b.ResourceType
+		}
+		return a.APIVersion < b.APIVersion
+	})
 	sort.Slice(s.RoleActions, func(i, j int) bool {
 		a, b := s.RoleActions[i], s.RoleActions[j]
 		if a.Client != b.Client {
@@ -236,6 +269,7 @@ func (c *counters) reset() {
 	c.counts = map[countKey]*Count{}
 	c.resources = map[resourceKey]*ResourceCount{}
 	c.roleActions = map[roleActionKey]*RoleActionCount{}
+	c.apiVersions = map[apiVersionKey]*APIVersionCount{}
 	c.throttled, c.faults = 0, 0
 }
 
@@ -250,6 +284,19 @@ func (s Stats) Sum(method, resourceType string, status int) int64 {
 		}
 	}
 	return n
+}
+
+// APIVersionsOf lists the api-versions requests to a resource type were sent with (resource
+// types compare as in fault rules), sorted.
+func (s Stats) APIVersionsOf(resourceType string) []string {
+	var out []string
+	for _, v := range s.APIVersions {
+		if typeMatches(resourceType, v.ResourceType) && !slices.Contains(out, v.APIVersion) {
+			out = append(out, v.APIVersion)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ByClass adds the counts of one operation class for a resource type ("" = any).

@@ -177,7 +177,7 @@ func (m *Middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		m.counters.record(op, r.URL.Path, status, m.opts.Now().Sub(start))
+		m.counters.record(op, r.URL.Path, r.URL.Query().Get("api-version"), status, m.opts.Now().Sub(start))
 	}()
 	// An announced body over the limit is refused before anything is read or checked.
 	if r.ContentLength > m.opts.MaxBodyBytes {
