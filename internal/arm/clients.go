@@ -157,6 +157,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 		// The CCM must not try to register resource providers on the user's subscription.
 		DisableRPRegistration: true,
 	}
+	if cfg.IsStackCloud() {
+		base.PerCallPolicies = append(base.PerCallPolicies, stackPolicy{})
+	}
 
 	// Network resources in another tenant (networkResourceTenantID): network calls log in
 	// there and carry a token of the cluster's tenant, the cluster's calls the reverse, so that
