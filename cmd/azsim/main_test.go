@@ -18,7 +18,7 @@ func TestClientCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	t.Setenv("AZSIM_URL", s.URL())
 	t.Setenv("AZSIM_CA", s.CAFile())
 	topo := filepath.Join(t.TempDir(), "topo.yaml")

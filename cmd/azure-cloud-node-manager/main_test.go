@@ -136,7 +136,7 @@ func TestSyncNodeFromAzsimIMDS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sim.Close()
+	defer func() { _ = sim.Close() }()
 	res, err := sim.Seed(ctx, &topology.Topology{
 		VirtualNetworks: []topology.VirtualNetwork{{ResourceGroup: "RG", Name: "vnet", AddressPrefixes: []string{"10.0.0.0/8"},
 			Subnets: []topology.Subnet{{Name: "nodes", AddressPrefix: "10.240.0.0/16"}}}},

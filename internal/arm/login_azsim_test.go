@@ -171,8 +171,8 @@ func TestLoginMethodsAgainstAzsim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := config.Environment{}
-		if env, err = config.ResolveEnvironment(context.Background(), cfg, sim.LookupEnvironmentFile, nil); err != nil {
+		env, err := config.ResolveEnvironment(context.Background(), cfg, sim.LookupEnvironmentFile, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		cred, _, err := arm.NewCredential(cfg, env, sim.HTTPClient())

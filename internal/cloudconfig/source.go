@@ -28,7 +28,7 @@ const (
 	DefaultSecretName      = "azure-cloud-provider" //nolint:gosec // G101: a Secret's name, not a credential
 	DefaultSecretNamespace = "kube-system"
 	// SecretKey is the key of the Secret's data holding azure.json.
-	SecretKey = "cloud-config"
+	SecretKey = "cloud-config" //nolint:gosec // G101: a key of the Secret's data, not a credential
 )
 
 // Values of cloudConfigType.

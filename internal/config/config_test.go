@@ -317,7 +317,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	logger.Info("config", "cfg", c, "secret", c.AADClientSecret)
 	outputs := []string{
 		fmt.Sprintf("%v", c), fmt.Sprintf("%+v", *c), fmt.Sprintf("%#v", *c), c.String(),
-		fmt.Sprint(c.MarshalLog()), sb.String(), fmt.Sprintf("%s", c.AADClientSecret),
+		fmt.Sprint(c.MarshalLog()), sb.String(), fmt.Sprintf("%s", c.AADClientSecret), //nolint:staticcheck // S1025: what fmt prints is under test
 	}
 	for i, out := range outputs {
 		if strings.Contains(out, "s3cr3t-value") || strings.Contains(out, "pfx-password") {

@@ -80,9 +80,9 @@ func TestDryRunRecordsInsteadOfWriting(t *testing.T) {
 	lbAz := &azure[armnetwork.LoadBalancer]{t: t, obj: &armnetwork.LoadBalancer{ID: to.Ptr(lbID), Name: to.Ptr("kubernetes"),
 		Properties: &armnetwork.LoadBalancerPropertiesFormat{BackendAddressPools: []*armnetwork.BackendAddressPool{pool("kubernetes", "n1")}}}}
 	pipAz := &azure[armnetwork.PublicIPAddress]{t: t}
-	real := realSet[armnetwork.LoadBalancer](t, lbAz, pipAz)
+	live := realSet[armnetwork.LoadBalancer](t, lbAz, pipAz)
 	rec := NewRecorder()
-	set := NewSet(real, rec)
+	set := NewSet(live, rec)
 
 	// A read goes through the real writer (and its cache: a second read costs no GET).
 	for range 2 {
@@ -252,9 +252,9 @@ func (f *fakeLists) Update(string, func([]*armnetwork.PublicIPAddress) []*armnet
 }
 
 func TestDryRunPublicIPList(t *testing.T) {
-	real := &fakeLists{items: map[string][]*armnetwork.PublicIPAddress{"rg": {{Name: to.Ptr("old")}}}}
+	live := &fakeLists{items: map[string][]*armnetwork.PublicIPAddress{"rg": {{Name: to.Ptr("old")}}}}
 	rec := NewRecorder()
-	l := rec.PublicIPs(real)
+	l := rec.PublicIPs(live)
 	l.Update("RG", func(items []*armnetwork.PublicIPAddress) []*armnetwork.PublicIPAddress {
 		return append(items, &armnetwork.PublicIPAddress{Name: to.Ptr("new")})
 	})
@@ -263,7 +263,7 @@ func TestDryRunPublicIPList(t *testing.T) {
 	if err != nil || len(got) != 2 || *got[1].Name != "new" {
 		t.Fatalf("Get = %v, %v; want the real list plus the planned IP", got, err)
 	}
-	if len(real.items["rg"]) != 1 {
+	if len(live.items["rg"]) != 1 {
 		t.Error("the real list was changed")
 	}
 	rec.Reset()

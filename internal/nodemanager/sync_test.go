@@ -131,7 +131,7 @@ func TestARMSourceAgainstAzsim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sim.Close()
+	defer func() { _ = sim.Close() }()
 	res, err := sim.Seed(ctx, &topology.Topology{
 		Location:       "eastus",
 		ResourceGroups: []string{"rg"},

@@ -652,7 +652,8 @@ func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string)
 			break
 		}
 		w.count(func(s *Stats) { s.ChildPuts++ })
-		defer w.ownWrite()() // ended after the cache is updated
+		endOwnWrite := w.ownWrite()
+		defer endOwnWrite() // ended after the cache is updated
 		stored, err := cs.PutChild(ctx, work, child, etag)
 		if err != nil {
 			w.failed(err)
@@ -666,7 +667,8 @@ func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string)
 	switch {
 	case work == nil:
 		w.count(func(s *Stats) { s.Deletes++ })
-		defer w.ownWrite()()
+		endOwnWrite := w.ownWrite()
+		defer endOwnWrite()
 		if err := w.store.Delete(ctx, etag); err != nil {
 			w.failed(err)
 			return nil, fmt.Errorf("delete: %w", err)
@@ -675,7 +677,8 @@ func (w *Writer[T]) write(ctx context.Context, cur, work *T, etag, child string)
 		return nil, nil
 	default:
 		w.count(func(s *Stats) { s.Puts++ })
-		defer w.ownWrite()()
+		endOwnWrite := w.ownWrite()
+		defer endOwnWrite()
 		stored, newETag, err := w.store.Put(ctx, work, etag)
 		if err != nil {
 			w.failed(err)

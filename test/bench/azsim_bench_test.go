@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -161,7 +162,7 @@ func azRun(t *testing.T, c int, d time.Duration, op func(worker, i int) error) f
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; time.Now().Before(deadline); i++ {
-				if err := op(w, i); err == errStop {
+				if err := op(w, i); errors.Is(err, errStop) {
 					return
 				} else if err != nil {
 					firstErr.CompareAndSwap(nil, err)

@@ -25,11 +25,10 @@ import (
 
 // planRun is one run of `azure-cloud-controller-manager plan`.
 type planRun struct {
-	code         int
-	out, stderr  string
-	plan         writeplan.Plan
-	writes       map[string]int64
-	readsAllowed error
+	code        int
+	out, stderr string
+	plan        writeplan.Plan
+	writes      map[string]int64
 }
 
 // plan runs the plan command against the environment (CCM flags as the framework passes them)

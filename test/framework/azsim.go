@@ -26,12 +26,12 @@ func startAzure(ctx context.Context, dir string, topo *topology.Topology, logf f
 	}
 	norm, err := topo.Normalize()
 	if err != nil {
-		srv.Close()
+		_ = srv.Close()
 		return nil, nil, fmt.Errorf("topology: %w", err)
 	}
 	res, err := srv.Seed(ctx, norm)
 	if err != nil {
-		srv.Close()
+		_ = srv.Close()
 		return nil, nil, fmt.Errorf("seed azsim: %w", err)
 	}
 	creds := srv.Credentials()

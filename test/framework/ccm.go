@@ -181,7 +181,7 @@ func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	ports := make([]int, 0, n)

@@ -97,14 +97,14 @@ func start(t T, tools Tools, opts Options) (*Env, error) {
 	e.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	for _, sub := range []string{"pids", "logs", "kwok"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 	}
 	// From here on every exit path goes through teardown.
 	e.reaper, err = startReaper(dir, name, filepath.Join(dir, "kwok"), e.Kubeconfig, tools.Kwokctl)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	e.unregister = onInterrupt(e.teardown)

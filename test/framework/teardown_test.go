@@ -115,6 +115,6 @@ func TestHelperHoldEnvironment(t *testing.T) {
 		t.Skip("helper process for TestReaperCleansUpAfterKill")
 	}
 	env := Start(t, Options{NoAzure: true})
-	os.Stdout.WriteString("ENV_DIR=" + env.Dir + "\n")
+	_, _ = os.Stdout.WriteString("ENV_DIR=" + env.Dir + "\n")
 	select {} // held until killed
 }

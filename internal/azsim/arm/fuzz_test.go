@@ -1,6 +1,7 @@
 package arm
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,8 +17,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		doc, err := decodeRequest(b)
 		if err != nil {
-			ae, ok := err.(*Error)
-			if !ok || ae.Code != "InvalidRequestContent" || ae.Status != http.StatusBadRequest {
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Code != "InvalidRequestContent" || ae.Status != http.StatusBadRequest {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return

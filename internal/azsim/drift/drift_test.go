@@ -67,7 +67,7 @@ func TestDriftKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	c := s.Client()
 	pool := topology.PoolRef{LoadBalancer: "lb", Pool: "pool"}
 	res, err := s.Seed(ctx, &topology.Topology{

@@ -25,7 +25,7 @@ func TestHugeUnauthenticatedBodyIsNotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sim.Close()
+	defer func() { _ = sim.Close() }()
 	const size = 400 << 20
 	url := sim.URL() + "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/loadBalancers/lb?api-version=2024-05-01"
 	for _, tc := range []struct {

@@ -64,7 +64,8 @@ func (f *flusher) wait(ctx context.Context, since time.Time) error {
 	case r == nil:
 		r = &round{done: make(chan struct{}), joined: make(chan struct{}, 1)}
 		f.gather = r
-		go f.start(r)
+		// The round serves every waiter that joins it: one waiter's cancellation must not end it.
+		go f.start(r) //nolint:gosec // G118, see above
 	case r == f.gather:
 		select {
 		case r.joined <- struct{}{}:

@@ -361,7 +361,7 @@ func (c *Controller) confirm(svc *v1.Service) loadbalancer.Confirm {
 func (c *Controller) gone(ctx context.Context, key string) (bool, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil || ns == "" || name == "" {
-		return false, nil
+		return false, nil //nolint:nilerr // not a service's key: the entry is kept
 	}
 	if s, err := c.o.Services.Services(ns).Get(name); err == nil && !Released(s) {
 		return false, nil

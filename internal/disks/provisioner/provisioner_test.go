@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -238,7 +239,8 @@ func TestProvisionAgainstAzsim(t *testing.T) {
 		t.Fatalf("deleting a missing disk: %v", err)
 	}
 	other := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/"}}}}
-	if _, ignored := p.Delete(ctx, other).(*controller.IgnoredError); !ignored {
+	var ignored *controller.IgnoredError
+	if !errors.As(p.Delete(ctx, other), &ignored) {
 		t.Fatal("a non-disk PV is not ignored")
 	}
 }

@@ -292,7 +292,7 @@ func (p *Placer) CheckRoom(ctx context.Context, base *plan.Cluster, s *plan.Serv
 	}
 	eligible, err := placement.Eligible(p.cfgs, p.placeInput(s, current))
 	if err != nil {
-		return nil
+		return nil //nolint:nilerr // PlaceService refuses the service and says why
 	}
 	lbs := map[string]*armnetwork.LoadBalancer{}
 	for _, n := range eligible {
@@ -452,11 +452,4 @@ func (p *Placer) event(obj interface{ GetName() string }, typ, reason, msg strin
 		// Node events are recorded against the node's reference, as kubelet does.
 		p.o.Recorder.Event(&v1.ObjectReference{Kind: "Node", Name: o.Name, UID: o.UID}, typ, reason, msg)
 	}
-}
-
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

@@ -223,9 +223,9 @@ func (e *RuleLimitError) Error() string {
 		e.Service, e.Need, e.Max, strings.Join(parts, ", "))
 }
 
-// HasRoom reports whether a load balancer with have rules takes need more under limit max (0:
-// no limit).
-func HasRoom(have, need, max int) bool { return max <= 0 || have+need <= max }
+// HasRoom reports whether a load balancer with have rules takes need more under limit (0: no
+// limit).
+func HasRoom(have, need, limit int) bool { return limit <= 0 || have+need <= limit }
 
 // ConflictError refuses the azure-load-balancer-configurations annotation together with a
 // requested IP: the IP decides the load balancer (the one carrying it), so naming

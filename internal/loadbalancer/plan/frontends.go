@@ -143,15 +143,16 @@ func containsFrontend(list []*armnetwork.FrontendIPConfiguration, fe *armnetwork
 // family they have now (have), so a service moved to another load balancer keeps its IP.
 func KeepPrivateIPs(fronts []Frontend, have []*armnetwork.FrontendIPConfiguration) {
 	for i := range fronts {
-		if fronts[i].PrivateIP.IsValid() {
+		f := &fronts[i]
+		if f.PrivateIP.IsValid() {
 			continue
 		}
 		for _, fe := range have {
 			if fe.Properties == nil {
 				continue
 			}
-			if a, ok := AddrOf(fe.Properties.PrivateIPAddress); ok && a.Is6() == (fronts[i].Family == naming.IPv6) {
-				fronts[i].PrivateIP = a
+			if a, ok := AddrOf(fe.Properties.PrivateIPAddress); ok && a.Is6() == (f.Family == naming.IPv6) {
+				f.PrivateIP = a
 				break
 			}
 		}

@@ -28,26 +28,26 @@ func (e *RuleLimitError) Error() string {
 }
 
 // CheckRuleLimit refuses a load balancer going from before to after rules when after exceeds
-// max and grew: a load balancer already over the limit may still shrink or stay, so its
+// limit and grew: a load balancer already over the limit may still shrink or stay, so its
 // services keep reconciling.
-func CheckRuleLimit(lbName string, before, after, max int) error {
-	if after > max && after > before {
-		return &RuleLimitError{LoadBalancer: lbName, Rules: after, Max: max}
+func CheckRuleLimit(lbName string, before, after, limit int) error {
+	if after > limit && after > before {
+		return &RuleLimitError{LoadBalancer: lbName, Rules: after, Max: limit}
 	}
 	return nil
 }
 
 // CheckRoom is the check made before anything of a service is written (its public IP above
 // all): the rules of lb that are not the service's, the rules reserved for other services whose
-// write is under way (pending) and the need rules of the service must stay within max. A
+// write is under way (pending) and the need rules of the service must stay within limit. A
 // service that does not grow is never refused. grow is how many rules the service adds to lb.
-func CheckRoom(lbName string, lb *armnetwork.LoadBalancer, svcLBName string, pending, need, max int) (grow int, err error) {
+func CheckRoom(lbName string, lb *armnetwork.LoadBalancer, svcLBName string, pending, need, limit int) (grow int, err error) {
 	own := ServiceRules(lb, svcLBName)
 	if need <= own {
 		return 0, nil
 	}
-	if total := Rules(lb) - own + pending + need; total > max {
-		return 0, &RuleLimitError{LoadBalancer: lbName, Rules: total, Max: max}
+	if total := Rules(lb) - own + pending + need; total > limit {
+		return 0, &RuleLimitError{LoadBalancer: lbName, Rules: total, Max: limit}
 	}
 	return need - own, nil
 }

@@ -283,7 +283,7 @@ func (t *Tracker) LocationsDiff() LocationsUpdate {
 func (t *Tracker) RecordLocations(u LocationsUpdate) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.appliedLocs = Apply(t.appliedLocs, u)
+	t.appliedLocs = applyUpdate(t.appliedLocs, u)
 	if u.Full {
 		t.needFull = false
 	}
@@ -372,8 +372,8 @@ func Diff(applied, desired locations, full bool) LocationsUpdate {
 	return u
 }
 
-// Apply returns applied after the gateway processed u (applied is not modified).
-func Apply(applied locations, u LocationsUpdate) locations {
+// applyUpdate returns applied after the gateway processed u (applied is not modified).
+func applyUpdate(applied locations, u LocationsUpdate) locations {
 	out := locations{}
 	if !u.Full {
 		for n, addrs := range applied {

@@ -48,7 +48,7 @@ func TestDiff(t *testing.T) {
 				t.Fatalf("Diff:\n got  %+v\n want %+v", got, tc.want)
 			}
 			// Applying the diff must always reach the desired side.
-			after := Apply(tc.applied, got)
+			after := applyUpdate(tc.applied, got)
 			if d := Diff(after, tc.desired, false); !d.Empty() {
 				t.Fatalf("after applying, still a diff: %+v (state %v)", d, after)
 			}
@@ -76,7 +76,7 @@ func TestApplySemantics(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Apply(applied, tc.u); !reflect.DeepEqual(got, tc.want) {
+			if got := applyUpdate(applied, tc.u); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %v want %v", got, tc.want)
 			}
 		})

@@ -112,7 +112,7 @@ func LoadBalancerName(cluster string, internal bool) string {
 	if internal {
 		return fmt.Sprintf(fmtInternalLB, cluster)
 	}
-	return fmt.Sprintf(fmtPublicLB, cluster)
+	return fmt.Sprintf(fmtPublicLB, cluster) //nolint:staticcheck // S1025: the format is the table's entry, "%s" today
 }
 
 // dualStackIPv6 suffixes the name of a dual-stack service's IPv6 object; a single-stack IPv6
@@ -168,7 +168,7 @@ func BackendPoolName(cluster string, f Family) string {
 	if f == IPv6 {
 		return fmt.Sprintf(fmtPoolIPv6, cluster)
 	}
-	return fmt.Sprintf(fmtPool, cluster)
+	return fmt.Sprintf(fmtPool, cluster) //nolint:staticcheck // S1025: the format is the table's entry, "%s" today
 }
 
 // LocalServicePoolName is the dedicated pool of an externalTrafficPolicy: Local service under

@@ -14,7 +14,9 @@ func specs(t *testing.T, clusters ...string) []Spec {
 	for _, c := range clusters {
 		cidr, bits, _ := strings.Cut(c, "@")
 		var n int
-		fmt.Sscan(bits, &n)
+		if _, err := fmt.Sscan(bits, &n); err != nil {
+			t.Fatalf("%s: node bits: %v", c, err)
+		}
 		out = append(out, Spec{Cluster: netip.MustParsePrefix(cidr), NodeBits: n})
 	}
 	return out
