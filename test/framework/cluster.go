@@ -140,12 +140,32 @@ func CreateCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	}
 	c := &Cluster{ClusterOptions: o}
 	if _, err := c.kwokctl(ctx, createClusterArgs(o)...); err != nil {
+		// The components' logs go with the cluster: keep what they said of the failure.
+		err = fmt.Errorf("%w%s", err, c.logTails(logTailLines))
 		delCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_ = c.Delete(delCtx)
 		return nil, err
 	}
 	return c, nil
+}
+
+// logTailLines is how much of each component's log a failed creation reports.
+const logTailLines = 15
+
+// logTails returns the last n lines of every component log, each under its file's name.
+func (c *Cluster) logTails(n int) string {
+	files, _ := filepath.Glob(filepath.Join(c.Dir(), "logs", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "\n--- %s (last %d lines)\n%s", filepath.Base(f), min(n, len(lines)), strings.Join(lines[max(0, len(lines)-n):], "\n"))
+	}
+	return b.String()
 }
 
 // allocatePorts fills the zero ports with distinct free ones.
