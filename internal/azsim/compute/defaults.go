@@ -174,17 +174,8 @@ func DefaultVMOSProfile(p *armcompute.OSProfile, sp *armcompute.StorageProfile) 
 		return
 	}
 	p.AdminPassword, p.CustomData = nil, nil
-	if p.Secrets == nil {
-		p.Secrets = []*armcompute.VaultSecretGroup{}
-	}
-	if p.AllowExtensionOperations == nil {
-		p.AllowExtensionOperations = to.Ptr(true)
-	}
-	if p.RequireGuestProvisionSignal == nil {
-		p.RequireGuestProvisionSignal = to.Ptr(true)
-	}
-	if p.LinuxConfiguration != nil || sp == nil || sp.OSDisk == nil || sp.OSDisk.OSType == nil ||
-		*sp.OSDisk.OSType != armcompute.OperatingSystemTypesWindows {
+	defaultOSProfileCommon(&p.Secrets, &p.AllowExtensionOperations, &p.RequireGuestProvisionSignal)
+	if p.LinuxConfiguration != nil || sp == nil || sp.OSDisk == nil || !isWindows(sp.OSDisk.OSType) {
 		return
 	}
 	if p.WindowsConfiguration == nil {
@@ -213,23 +204,31 @@ func DefaultScaleSetOSProfile(p *armcompute.VirtualMachineScaleSetOSProfile, sp 
 		return
 	}
 	p.AdminPassword, p.CustomData = nil, nil
-	if p.Secrets == nil {
-		p.Secrets = []*armcompute.VaultSecretGroup{}
-	}
-	if p.AllowExtensionOperations == nil {
-		p.AllowExtensionOperations = to.Ptr(true)
-	}
-	if p.RequireGuestProvisionSignal == nil {
-		p.RequireGuestProvisionSignal = to.Ptr(true)
-	}
-	if p.LinuxConfiguration != nil || sp == nil || sp.OSDisk == nil || sp.OSDisk.OSType == nil ||
-		*sp.OSDisk.OSType != armcompute.OperatingSystemTypesWindows {
+	defaultOSProfileCommon(&p.Secrets, &p.AllowExtensionOperations, &p.RequireGuestProvisionSignal)
+	if p.LinuxConfiguration != nil || sp == nil || sp.OSDisk == nil || !isWindows(sp.OSDisk.OSType) {
 		return
 	}
 	if p.WindowsConfiguration == nil {
 		p.WindowsConfiguration = &armcompute.WindowsConfiguration{}
 	}
 	defaultWindowsAgent(&p.WindowsConfiguration.ProvisionVMAgent, &p.WindowsConfiguration.EnableAutomaticUpdates)
+}
+
+// defaultOSProfileCommon fills what CRP returns in every OS profile, a VM's or a scale set's.
+func defaultOSProfileCommon(secrets *[]*armcompute.VaultSecretGroup, allowExtensionOperations, requireGuestProvisionSignal **bool) {
+	if *secrets == nil {
+		*secrets = []*armcompute.VaultSecretGroup{}
+	}
+	if *allowExtensionOperations == nil {
+		*allowExtensionOperations = to.Ptr(true)
+	}
+	if *requireGuestProvisionSignal == nil {
+		*requireGuestProvisionSignal = to.Ptr(true)
+	}
+}
+
+func isWindows(t *armcompute.OperatingSystemTypes) bool {
+	return t != nil && *t == armcompute.OperatingSystemTypesWindows
 }
 
 func defaultWindowsAgent(provisionVMAgent, enableAutomaticUpdates **bool) {
