@@ -57,6 +57,8 @@ suite() {
   summary+=("${name}: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
   # go test's own per-package lines, so the summary is readable without the full log.
   grep -E '^(ok|FAIL|--- FAIL|\?|panic:)' "${log}" >"${OUT}/${name}.summary" || true
+  # A package that did not build says why under its "# pkg" line; keep that too.
+  awk '/^# /{b=1; n=0} /^(ok|FAIL|=== |--- )/{b=0} b && n++ < 10' "${log}" >>"${OUT}/${name}.summary" || true
   # Where the suite's time went: its slowest top-level tests.
   grep -E '^--- (PASS|FAIL): Test[^ ]* \([0-9.]+s\)' "${log}" |
     sed -E 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)/\2 \1/' | sort -rn | head -15 >"${OUT}/${name}.slowest" || true
@@ -115,6 +117,11 @@ fi
 
 echo
 echo "==================== test summary ===================="
+# A full disk makes compiles fail as "[build failed]" far from the cause; say it plainly.
+if grep -qs 'no space left on device' "${OUT}"/*.log "${OUT}"/*.out; then
+  echo "  NOTE: 'no space left on device' in the logs: free disk (e.g. go clean -cache) and rerun"
+  df -h "${ROOT}" "$("${GO}" env GOCACHE)" "${TMPDIR:-/tmp}" 2>/dev/null | sed 's/^/  /'
+fi
 for s in "${summary[@]}"; do echo "  ${s}"; done
 for f in "${OUT}"/*.summary; do
   [[ -s "${f}" ]] || continue

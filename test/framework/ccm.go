@@ -2,7 +2,6 @@ package framework
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,34 +163,4 @@ func (e *Env) CCM() *Process {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.ccm
-}
-
-// FreePort asks the kernel for a free TCP port.
-func FreePort() (int, error) {
-	p, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return p[0], nil
-}
-
-// FreePorts asks the kernel for n distinct free TCP ports (free on all interfaces, since the
-// cluster components listen on 0.0.0.0). All listeners stay open until every port is chosen.
-func FreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", ":0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
