@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/azure-ccm/azure-ccm/internal/config"
 )
@@ -124,7 +123,7 @@ func Resolve(in Input) (data []byte, typ string, usedSecret bool, err error) {
 func declaredType(doc []byte) (string, error) {
 	var c config.Config
 	if len(bytes.TrimSpace(doc)) > 0 {
-		if err := yaml.Unmarshal(doc, &c); err != nil {
+		if err := config.Decode(doc, &c); err != nil {
 			return "", fmt.Errorf("decoding the file: %w", err)
 		}
 	}
@@ -172,7 +171,7 @@ func topLevel(doc []byte, what string) (map[string]json.RawMessage, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return m, nil
 	}
-	if err := yaml.Unmarshal(doc, &m); err != nil {
+	if err := config.Decode(doc, &m); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", what, err)
 	}
 	return m, nil

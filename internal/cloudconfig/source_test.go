@@ -151,3 +151,50 @@ func TestLoadLeftoverSecretIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadTabIndentedMergeFile: a JSON file indented with tabs (which YAML refuses) chooses its
+// sources and is merged like any other.
+func TestLoadTabIndentedMergeFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "azure.json")
+	doc := "{\n\t\"subscriptionId\": \"sub\",\n\t\"resourceGroup\": \"rg\",\n\t\"location\": \"westeurope\",\n" +
+		"\t\"useManagedIdentityExtension\": true,\n\t\"cloudConfigType\": \"merge\",\n\t\"tags\": \"env=file\"\n}\n"
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultSecretNamespace, Name: DefaultSecretName},
+		Data: map[string][]byte{SecretKey: []byte("{\n\t\"tags\": \"env=secret\"\n}")}}
+	src := Source{File: file, Namespace: DefaultSecretNamespace, Name: DefaultSecretName, Kube: fake.NewClientset(sec)}
+	l, err := src.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Config.Tags != "env=secret" || l.Type != TypeMerge {
+		t.Errorf("tags %q type %q: want the Secret merged over the file", l.Config.Tags, l.Type)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"duplicate key in the file",
+			Input{File: []byte("{\n\t\"cloudConfigType\": \"merge\",\n\t\"CloudConfigType\": \"file\"\n}"), HasFile: true},
+			`decoding the file: duplicate key "CloudConfigType" at line 3, column 2: the same key as "cloudConfigType" at line 2, column 2 (keys are case-insensitive)`},
+		{"duplicate key in the Secret",
+			Input{File: []byte(`{"cloudConfigType": "merge"}`), HasFile: true, Secret: []byte("tags: a\ntags: b\n"), HasSecret: true},
+			`decoding the Secret: duplicate key "tags" at line 2, column 1 (first set at line 1, column 1)`},
+		{"JSON syntax error in the file",
+			Input{File: []byte("{\n\t\"cloudConfigType\": \"merge\"\n\t\"tags\": \"a\"\n}"), HasFile: true},
+			`decoding the file: JSON syntax error at line 3, column 2 (byte 32) near key "cloudConfigType": invalid character '"' after object key:value pair`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, _, err := Resolve(c.in)
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("got  %v\nwant %s", err, c.want)
+			}
+		})
+	}
+}

@@ -1,17 +1,12 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"sort"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Environment variables that override azure.json, as in the existing provider.
@@ -50,7 +45,7 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("the cloud config is %d bytes, larger than the limit of %d", len(data), MaxFileSize)
 	}
 	cfg := &Config{}
-	if err := decode(data, cfg); err != nil {
+	if err := Decode(data, cfg); err != nil {
 		return nil, fmt.Errorf("decoding: %s", truncateMessage(err.Error()))
 	}
 	if getenv == nil {
@@ -62,30 +57,6 @@ func Parse(data []byte, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// decode reads JSON with encoding/json, so that a syntax or type error names its line, column
-// and key; anything else (or JSON that encoding/json refuses but YAML reads, such as a trailing
-// comma, which the existing provider's YAML decoder accepts) is read as YAML.
-func decode(data []byte, into any) error {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return nil
-	}
-	if trimmed[0] != '{' && trimmed[0] != '[' {
-		return yaml.Unmarshal(data, into)
-	}
-	jerr := json.Unmarshal(data, into)
-	if jerr == nil {
-		return nil
-	}
-	var syn *json.SyntaxError
-	if errors.As(jerr, &syn) || errors.Is(jerr, io.ErrUnexpectedEOF) {
-		if yerr := yaml.Unmarshal(data, into); yerr == nil {
-			return nil
-		}
-	}
-	return describeJSONError(data, jerr)
 }
 
 func applyEnv(cfg *Config, getenv func(string) string) {
@@ -114,7 +85,7 @@ func UnknownKeys(data []byte) ([]string, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, nil
 	}
-	if err := decode(data, &raw); err != nil {
+	if err := Decode(data, &raw); err != nil {
 		return nil, err
 	}
 	known := knownKeys()

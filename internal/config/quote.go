@@ -12,11 +12,14 @@ const maxShownValue = 64
 
 // Quote renders a configured value for an error message: Go-quoted, cut after maxShownValue
 // bytes with its full length noted.
-func Quote(v string) string {
-	if len(v) <= maxShownValue {
+func Quote(v string) string { return quoteUpTo(v, maxShownValue) }
+
+// quoteUpTo is Quote with the cut after max bytes.
+func quoteUpTo(v string, max int) string {
+	if len(v) <= max {
 		return strconv.Quote(v)
 	}
-	cut := maxShownValue
+	cut := max
 	for cut > 0 && !utf8.RuneStart(v[cut]) {
 		cut--
 	}
