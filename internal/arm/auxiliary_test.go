@@ -42,9 +42,9 @@ func TestNetworkTenantCallsCarryBothTokens(t *testing.T) {
 		wantCluster  seen
 		separateNode bool
 	}{
-		{"one tenant: no auxiliary header", `{"subscriptionId":"sub","networkResourceSubscriptionID":"netsub","tenantId":"home","aadClientId":"a","aadClientSecret":"s","resourceGroup":"rg","location":"eastus"}`,
+		{"one tenant: no auxiliary header", `{"subscriptionId":"sub","networkResourceSubscriptionID":"netsub","tenantId":"home","aadClientId":"a","aadClientSecret":"sekrit","resourceGroup":"rg","location":"eastus"}`,
 			seen{"Bearer home|https://aud//.default", ""}, seen{"Bearer home|https://aud//.default", ""}, true},
-		{"network tenant: each side carries the other's token", `{"subscriptionId":"sub","networkResourceSubscriptionID":"netsub","tenantId":"home","networkResourceTenantID":"net","aadClientId":"a","aadClientSecret":"s","resourceGroup":"rg","location":"eastus"}`,
+		{"network tenant: each side carries the other's token", `{"subscriptionId":"sub","networkResourceSubscriptionID":"netsub","tenantId":"home","networkResourceTenantID":"net","aadClientId":"a","aadClientSecret":"sekrit","resourceGroup":"rg","location":"eastus"}`,
 			seen{"Bearer net|https://aud//.default", "Bearer home|https://aud//.default"}, seen{"Bearer home|https://aud//.default", "Bearer net|https://aud//.default"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

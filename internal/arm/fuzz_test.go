@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/azure-ccm/azure-ccm/internal/config"
 )
 
 // FuzzRetryAfter: whatever ARM (or a proxy) puts in retry-after-ms, x-ms-retry-after-ms or
@@ -52,4 +54,55 @@ func FuzzRateLimitHeaders(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzScrub: a credential embedded in any text, in any encoding Scrub knows (plain, escaped,
+// base64, each applied twice) and in either case, never survives scrubbing, not even its first
+// minPrefix bytes.
+func FuzzScrub(f *testing.F) {
+	f.Add("Sup3r+Secret/Value=with&form%chars", "client_secret=", "&grant_type=x", uint8(0), false)
+	f.Add("p@ss word!", "<p>", "</p>", uint8(3), true)
+	f.Add("abcd", "xx", "yy", uint8(4), false)
+	f.Add("aaaaaaaaaaaaaaab", "aaaaaaa", "b", uint8(9), false)
+	f.Fuzz(func(t *testing.T, secret, before, after string, which uint8, upper bool) {
+		if len(secret) < config.MinSecretLength || strings.Contains(secret, "\x00") {
+			return
+		}
+		encs := textEncodings()
+		var form string
+		switch n := len(encs); {
+		case int(which) < n:
+			form = encs[which](secret)
+		case int(which) < n+n*n:
+			i := int(which) - n
+			form = encs[i%n](encs[i/n](secret))
+		default:
+			form = secret
+		}
+		if upper {
+			form = mapASCII(form, func(c byte) byte {
+				if 'a' <= c && c <= 'z' {
+					return c - 'a' + 'A'
+				}
+				return c
+			})
+		}
+		s := NewScrubber(&config.Config{AADClientSecret: config.Secret(secret)}, func(string) string { return "" })
+		// The marker is blanked out, so that a credential that begins or ends like it is not
+		// found straddling it.
+		out := strings.ReplaceAll(s.Scrub(before+form+after), redactedText, "\x00")
+		need := form[:min(len(form), minPrefix)]
+		if strings.Contains(mapASCII(out, lowerASCII), mapASCII(need, lowerASCII)) {
+			t.Fatalf("%q survives in %q", need, out)
+		}
+	})
+}
+
+// mapASCII applies fn to every byte of s (Scrub folds ASCII letters only).
+func mapASCII(s string, fn func(byte) byte) string {
+	b := []byte(s)
+	for i := range b {
+		b[i] = fn(b[i])
+	}
+	return string(b)
 }

@@ -2,9 +2,11 @@ package arm
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"mime"
 	"net/http"
@@ -71,32 +73,146 @@ func readSmallFile(path string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
-// Scrub returns s without any credential, in any of the encodings a request or an echo of it
-// may carry (plain, form/URL-encoded, JSON-escaped), and without JWTs.
+// Scrub returns text without any credential and without JWTs. A credential is found in the
+// forms a request, an echo of it or a log line may carry: plain, query- and path-escaped,
+// JSON-escaped, HTML-escaped, base64 (standard and URL alphabets, padded or not, at any of the
+// three byte alignments a credential embedded in a larger encoded text can have), and each of
+// these encodings applied twice. Letters match in either case (an upper-cased echo, %2f for %2F),
+// and a cut copy is found from its first minPrefix bytes on (a message truncated by a proxy or
+// a log line limit).
+//
+// Credentials shorter than MinSecretLength are not looked for: replacing every occurrence of a
+// two-letter string would destroy the logs. Configuration refuses such client secrets and
+// certificate passwords (config.Validate), so only a short IDENTITY_HEADER, which the platform
+// sets, is skipped.
 func (s *Scrubber) Scrub(text string) string {
 	if s != nil && s.values != nil {
+		var forms []string
 		for _, v := range s.values() {
-			// Very short values would blank out ordinary words; no real secret is that short.
-			if len(v) < 4 {
+			if len(v) < config.MinSecretLength {
 				continue
 			}
-			for _, form := range encodings(v) {
-				text = strings.ReplaceAll(text, form, redactedText)
-			}
+			forms = append(forms, encodings(v)...)
 		}
+		text = redactForms(text, forms)
 	}
 	return jwtLike.ReplaceAllString(text, redactedText)
 }
 
-func encodings(v string) []string {
-	js, _ := json.Marshal(v)
-	out := []string{v, url.QueryEscape(v), url.PathEscape(v), strings.Trim(string(js), `"`)}
-	// Longest first, so that a form containing another is replaced whole.
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if len(out[j]) > len(out[i]) {
-				out[i], out[j] = out[j], out[i]
+// minPrefix is the shortest cut copy of an encoded credential that is removed: long enough
+// that ordinary text does not match by chance, short enough to catch a copy cut soon after
+// its start.
+const minPrefix = 8
+
+// redactForms replaces every stretch of text covered by an occurrence of a form, or of a prefix
+// of a form at least minPrefix bytes long, with one redactedText. Letters are compared
+// case-insensitively (ASCII only, so that byte offsets stay aligned). All occurrences are found
+// before anything is replaced, so that a match starting early (a prefix, or a shorter form)
+// cannot cut a longer copy and leave its end behind.
+func redactForms(text string, forms []string) string {
+	var b strings.Builder
+	last, runEnd := 0, -1 // runEnd: end of the covered stretch that started at runStart
+	runStart := 0
+	for i := 0; i < len(text); i++ {
+		end := i
+		for _, f := range forms {
+			need := min(len(f), minPrefix)
+			if n := commonPrefixFold(text[i:], f); n >= need && i+n > end {
+				end = i + n
 			}
+		}
+		switch {
+		case i <= runEnd:
+			runEnd = max(runEnd, end)
+		case end > i:
+			if runEnd >= 0 {
+				b.WriteString(text[last:runStart])
+				b.WriteString(redactedText)
+				last = runEnd
+			}
+			runStart, runEnd = i, end
+		}
+	}
+	if runEnd < 0 {
+		return text
+	}
+	b.WriteString(text[last:runStart])
+	b.WriteString(redactedText)
+	b.WriteString(text[runEnd:])
+	return b.String()
+}
+
+// commonPrefixFold is the length of the longest common prefix of a and b, ASCII letters
+// compared case-insensitively.
+func commonPrefixFold(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && lowerASCII(a[n]) == lowerASCII(b[n]) {
+		n++
+	}
+	return n
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// textEncodings are the escapes a credential meets in URLs, JSON, HTML and headers.
+func textEncodings() []func(string) string {
+	return []func(string) string{
+		url.QueryEscape,
+		url.PathEscape,
+		func(v string) string { js, _ := json.Marshal(v); return strings.Trim(string(js), `"`) },
+		html.EscapeString,
+		func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
+		func(v string) string { return base64.URLEncoding.EncodeToString([]byte(v)) },
+	}
+}
+
+// encodings are the forms of v that Scrub removes.
+func encodings(v string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(f string) {
+		if len(f) >= config.MinSecretLength && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	add(v)
+	var first []string
+	for _, enc := range textEncodings() {
+		f := enc(v)
+		first = append(first, f)
+		add(f)
+	}
+	for _, f := range first {
+		for _, enc := range textEncodings() {
+			add(enc(f))
+		}
+	}
+	for _, f := range base64Embedded(v) {
+		add(f)
+	}
+	return out
+}
+
+// base64Embedded are the base64 characters that depend on v alone when v sits at byte offset
+// 0, 1 or 2 of a larger encoded text (a form body or a header encoded whole): the characters
+// that mix v with its neighbours are left out, and the rest is the same whatever surrounds v.
+func base64Embedded(v string) []string {
+	var out []string
+	for k := 0; k < 3; k++ {
+		padded := strings.Repeat("\x00", k) + v
+		bits := 8 * len(padded)
+		start, end := (8*k+5)/6, bits/6
+		if end <= start {
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			out = append(out, enc.EncodeToString([]byte(padded))[start:end])
 		}
 	}
 	return out

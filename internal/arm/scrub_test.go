@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,5 +196,94 @@ func TestScrubberEncodings(t *testing.T) {
 		if strings.Contains(out, "Secret") || strings.Contains(out, "ss word") || strings.Contains(out, "ss+word") || strings.Contains(out, "eyJ") {
 			t.Errorf("Scrub(%q) = %q", in, out)
 		}
+	}
+}
+
+func TestScrubberForms(t *testing.T) {
+	const secret = "Sup3r+Secret/Value=with&form<chars>"
+	s := arm.NewScrubber(&config.Config{AADClientSecret: secret}, func(string) string { return "" })
+	b64 := base64.StdEncoding.EncodeToString
+	b64url := base64.URLEncoding.EncodeToString
+	q := url.QueryEscape
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "a " + secret + " b", "a REDACTED b"},
+		{"upper case", "a " + strings.ToUpper(secret) + " b", "a REDACTED b"},
+		{"lower case", "a " + strings.ToLower(secret) + " b", "a REDACTED b"},
+		{"cut copy of 8 bytes", "a " + secret[:8] + " b", "a REDACTED b"},
+		{"cut copy of 7 bytes stays", "a " + secret[:7] + " b", "a " + secret[:7] + " b"},
+		{"query escaped", "client_secret=" + q(secret) + "&x=1", "client_secret=REDACTED&x=1"},
+		{"query escaped, lower-case hex", "s=" + strings.ToLower(q(secret)) + ";", "s=REDACTED;"},
+		{"path escaped", "/v/" + url.PathEscape(secret) + "/x", "/v/REDACTED/x"},
+		{"JSON escaped", `{"s":"` + strings.Trim(string(mustJSON(secret)), `"`) + `"}`, `{"s":"REDACTED"}`},
+		{"HTML escaped", "<p>" + html.EscapeString(secret) + "</p>", "<p>REDACTED</p>"},
+		{"base64", "basic " + b64([]byte(secret)) + " end", "basic REDACTED end"},
+		{"base64url", "t=" + b64url([]byte(secret)) + "&", "t=REDACTED&"},
+		{"base64 without padding", "t=" + base64.RawStdEncoding.EncodeToString([]byte(secret)) + " end", "t=REDACTED end"},
+		{"base64 cut", "t=" + b64([]byte(secret))[:12] + " end", "t=REDACTED end"},
+		{"query escaped twice", "u=" + q(q(secret)) + "&", "u=REDACTED&"},
+		{"base64 of the query-escaped form", "x " + b64([]byte(q(secret))) + " y", "x REDACTED y"},
+		{"HTML escape of the JSON form", "x " + html.EscapeString(string(mustJSON(secret))) + " y", "x &#34;REDACTED&#34; y"},
+		{"two copies", secret + "," + secret, "REDACTED,REDACTED"},
+		{"copy after a partial match of its start", "Sup3r+Se" + secret, "REDACTED"},
+		{"unrelated text stays", "nothing to see here", "nothing to see here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := s.Scrub(tc.in); got != tc.want {
+				t.Errorf("Scrub(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	// A credential inside a larger base64 text, at each of the three byte alignments: only the
+	// characters that mix it with its neighbours are left.
+	for k := range 3 {
+		body := strings.Repeat("x", k) + "client_secret=" + secret + "&grant_type=client_credentials"
+		for _, enc := range []func([]byte) string{b64, b64url} {
+			out := s.Scrub(enc([]byte(body)))
+			if !strings.Contains(out, "REDACTED") || len(out) > len(enc([]byte(body)))-len(secret) {
+				t.Errorf("alignment %d: %q not scrubbed", k, out)
+			}
+		}
+	}
+}
+
+func mustJSON(v string) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestShortSecretsRefused: a client secret or certificate password of fewer than
+// config.MinSecretLength characters cannot be scrubbed, so configuration refuses it for the
+// login in use; AKS's "msi" placeholder next to a managed identity stays accepted.
+func TestShortSecretsRefused(t *testing.T) {
+	base := `"subscriptionId":"s","resourceGroup":"rg","location":"eastus","tenantId":"t","aadClientId":"c"`
+	for _, tc := range []struct{ name, doc, want string }{
+		{"client secret", `{` + base + `,"aadClientSecret":"abc"}`,
+			"aadClientSecret: is 3 characters long; secrets shorter than 4 characters are refused, because they cannot be removed from logs without destroying them"},
+		{"certificate password", `{` + base + `,"aadClientCertPath":"/c.pfx","aadClientCertPassword":"pw"}`,
+			"aadClientCertPassword: is 2 characters long; passwords shorter than 4 characters are refused, because they cannot be removed from logs without destroying them (an empty password is accepted)"},
+		{"managed identity placeholder", `{` + base + `,"useManagedIdentityExtension":true,"aadClientSecret":"msi"}`, ""},
+		{"four characters", `{` + base + `,"aadClientSecret":"abcd"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.doc), func(string) string { return "" })
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || err.Error() != tc.want):
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+	_, err := config.Parse([]byte(`{`+base+`}`), func(k string) string {
+		if k == config.EnvClientSecret {
+			return "xyz"
+		}
+		return ""
+	})
+	if want := "AZURE_CLIENT_SECRET: is 3 characters long"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want %s…", err, want)
 	}
 }

@@ -11,6 +11,12 @@ type Secret string
 
 const redacted = "REDACTED"
 
+// MinSecretLength is the shortest client secret or certificate password that Validate accepts
+// for the login in use. Logs and error messages are scrubbed of credentials by replacing every
+// occurrence, which for a string of one to three characters would destroy ordinary text, so
+// such a credential is refused rather than left unscrubbed.
+const MinSecretLength = 4
+
 // Value returns the secret itself, for the one place that needs it (the credential).
 func (s Secret) Value() string { return string(s) }
 

@@ -126,6 +126,18 @@ func Validate(c *Config) error {
 			bad("tenantId", "is required for service principal and workload identity login")
 		}
 	}
+	// A short credential could not be removed from logs and error messages without
+	// destroying them (arm.Scrubber skips it), so the one in use is refused instead.
+	if n := len(c.AADClientSecret.Value()); login.Name == LoginClientSecret && n < MinSecretLength {
+		key := "aadClientSecret"
+		if c.secretFromEnv {
+			key = EnvClientSecret
+		}
+		bad(key, "is %d characters long; secrets shorter than %d characters are refused, because they cannot be removed from logs without destroying them", n, MinSecretLength)
+	}
+	if n := len(c.AADClientCertPassword.Value()); login.Name == LoginClientCertificate && n > 0 && n < MinSecretLength {
+		bad("aadClientCertPassword", "is %d characters long; passwords shorter than %d characters are refused, because they cannot be removed from logs without destroying them (an empty password is accepted)", n, MinSecretLength)
+	}
 	if login.Name == LoginWorkloadIdentity && c.AADFederatedTokenFile == "" {
 		bad("aadFederatedTokenFile", "is required with useFederatedWorkloadIdentityExtension (or set AZURE_FEDERATED_TOKEN_FILE)")
 	}
