@@ -133,6 +133,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 			return nil, err
 		}
 		c.Credential, c.AuthMethod = cred, method
+		LogLoginEndpoint(env, cfg.TenantID, method)
 	}
 	retry := DefaultRetry(cfg)
 	if o.Retry != nil {
