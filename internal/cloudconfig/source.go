@@ -198,7 +198,7 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 	var secret *v1.Secret
 	forbidden := false
 	if needSecret && s.Kube != nil {
-		sec, err := s.Kube.CoreV1().Secrets(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+		sec, err := s.Kube.CoreV1().Secrets(s.Namespace).Get(withoutBodyLogs(ctx), s.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case apierrors.IsForbidden(err) && in.HasFile && mergeMode(in.File):

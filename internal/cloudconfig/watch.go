@@ -106,7 +106,8 @@ func (w *Watcher) watchSecret(ctx context.Context) {
 		UpdateFunc: func(any, any) { w.poke() },
 		DeleteFunc: func(any) { w.poke() },
 	})
-	f.Start(ctx.Done())
+	// The informer lists the Secret through the REST client, which logs bodies at -v=8.
+	f.StartWithContext(withoutBodyLogs(ctx))
 }
 
 func (w *Watcher) pollFile(ctx context.Context) {
