@@ -157,3 +157,22 @@ loadBalancers: [{resourceGroup: rg-cli, name: lb, frontends: [{name: fe, subnet:
 privateLinkServices: [{resourceGroup: rg-cli, name: pls, loadBalancer: lb, frontend: fe, subnet: {name: nat}}]
 privateEndpoints: [{resourceGroup: rg-cli, name: pe, subnet: {name: nodes}, privateLinkService: pls}]
 `
+
+func TestExposedWarning(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want string
+	}{
+		{"127.0.0.1:8443", ""},
+		{"[::1]:8443", ""},
+		{"localhost:8443", ""},
+		{"127.0.0.5:0", ""},
+		{"0.0.0.0:8443", "warning: --addr 0.0.0.0:8443 listens on 0.0.0.0, beyond the loopback interface; azsim's control API and identity endpoints take no credentials, so anyone who reaches it can change the simulated cloud and obtain tokens"},
+		{":8443", "warning: --addr :8443 listens on every interface, beyond the loopback interface; azsim's control API and identity endpoints take no credentials, so anyone who reaches it can change the simulated cloud and obtain tokens"},
+		{"10.1.2.3:8443", "warning: --addr 10.1.2.3:8443 listens on 10.1.2.3, beyond the loopback interface; azsim's control API and identity endpoints take no credentials, so anyone who reaches it can change the simulated cloud and obtain tokens"},
+	} {
+		if got := exposedWarning("--addr", tc.addr); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.addr, got, tc.want)
+		}
+	}
+}

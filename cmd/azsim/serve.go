@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -92,6 +93,12 @@ func serve(ctx context.Context, args []string) error {
 		logf(format, args...)
 	}
 
+	if w := exposedWarning("--addr", o.Addr); w != "" {
+		logf("%s", w)
+	}
+	if w := exposedWarning("--imds-addr", o.IMDSAddr); w != "" && o.IMDSAddr != "off" {
+		logf("%s", w)
+	}
 	s, err := server.Start(ctx, o)
 	if err != nil {
 		return err
@@ -108,4 +115,25 @@ func serve(ctx context.Context, args []string) error {
 	fmt.Printf("azsim ready url=%s imds=%s ca=%s\n", s.URL(), s.IMDSURL(), s.CAFile())
 	<-ctx.Done()
 	return s.Close()
+}
+
+// exposedWarning is a warning when addr listens beyond the loopback interface: azsim's control
+// API (seed, reset, faults) and IMDS take no credentials, so anyone who reaches the address can
+// change or read the simulated cloud and obtain tokens. Empty for a loopback address.
+func exposedWarning(flagName, addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	if host == "" {
+		host = "every interface"
+	}
+	return fmt.Sprintf("warning: %s %s listens on %s, beyond the loopback interface; azsim's control API and identity endpoints "+
+		"take no credentials, so anyone who reaches it can change the simulated cloud and obtain tokens", flagName, addr, host)
 }

@@ -3,6 +3,7 @@ package identity
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -130,6 +131,12 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			// The listener's body limit stopped the read: the request is too large, not malformed.
+			w.Header().Set("Connection", "close")
+			oauthError(w, http.StatusRequestEntityTooLarge, "invalid_request", 900144, fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
+			return
+		}
 		oauthError(w, http.StatusBadRequest, "invalid_request", 900144, "AADSTS900144: the request body is not a form: "+err.Error())
 		return
 	}

@@ -478,3 +478,41 @@ func TestADFSTenantNeedsNoInstanceDiscovery(t *testing.T) {
 		t.Fatalf("token refused: %d", code)
 	}
 }
+
+// TestIdentityHeadersRequiredWithoutConfiguredHeader: with no identity header in the
+// credentials, the App Service endpoint still wants X-IDENTITY-HEADER (any value) and the IMDS
+// endpoint `Metadata: true`, as Azure does: a request a browser or a server-side request
+// forgery can send without them gets no token.
+func TestIdentityHeadersRequiredWithoutConfiguredHeader(t *testing.T) {
+	svc, err := New(Credentials{TenantID: tenant, ManagedIdentities: []ManagedIdentity{{ClientID: "mi-system", System: true}}}, NewIssuer(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Issuer.Audiences = DefaultAudiences
+	mux := http.NewServeMux()
+	svc.Register(mux)
+	mux.Handle("/metadata/identity/oauth2/token", svc.IMDSTokenHandler())
+	const q = "?api-version=2019-08-01&resource=https://management.azure.com/"
+	for _, tc := range []struct {
+		name, path, header, value string
+		want                      int
+	}{
+		{"App Service without X-IDENTITY-HEADER", "/msi/token" + q, "", "", http.StatusUnauthorized},
+		{"App Service with a header", "/msi/token" + q, "X-IDENTITY-HEADER", "anything", http.StatusOK},
+		{"IMDS without Metadata", "/metadata/identity/oauth2/token" + q, "", "", http.StatusBadRequest},
+		{"IMDS with Metadata: false", "/metadata/identity/oauth2/token" + q, "Metadata", "false", http.StatusBadRequest},
+		{"IMDS with Metadata: true", "/metadata/identity/oauth2/token" + q, "Metadata", "true", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+			if tc.header != "" {
+				req.Header.Set(tc.header, tc.value)
+			}
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			if rec.Code != tc.want {
+				t.Fatalf("HTTP %d, want %d: %s", rec.Code, tc.want, rec.Body.String())
+			}
+		})
+	}
+}

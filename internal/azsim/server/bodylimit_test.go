@@ -84,3 +84,49 @@ func TestHugeUnauthenticatedBodyIsNotRead(t *testing.T) {
 		})
 	}
 }
+
+// The unauthenticated login and IMDS endpoints take at most maxLoginBody: 413 beyond, announced
+// or streamed; a body within the limit reaches the handler.
+func TestLoginAndIMDSBodiesLimited(t *testing.T) {
+	sim, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sim.Close() }()
+	token := sim.URL() + "/" + DefaultTenantID + "/oauth2/v2.0/token"
+	imdsToken := sim.IMDSURL() + "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://management.azure.com/"
+	for _, tc := range []struct {
+		name       string
+		url        string
+		size       int64
+		announced  bool
+		wantStatus int
+	}{
+		{"login, announced over the limit", token, maxLoginBody + 1, true, http.StatusRequestEntityTooLarge},
+		{"login, streamed over the limit", token, maxLoginBody + 1, false, http.StatusRequestEntityTooLarge},
+		{"login, within the limit", token, 100, true, http.StatusBadRequest},
+		{"IMDS, announced over the limit", imdsToken, maxLoginBody + 1, true, http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, tc.url, io.LimitReader(zeros{}, tc.size))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = -1
+			if tc.announced {
+				req.ContentLength = tc.size
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Metadata", "true")
+			resp, err := sim.HTTPClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("HTTP %d, want %d: %.200s", resp.StatusCode, tc.wantStatus, body)
+			}
+		})
+	}
+}

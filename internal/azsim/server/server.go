@@ -153,7 +153,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		mux := http.NewServeMux()
 		mux.Handle("/msi/token", s.identity.AppServiceTokenHandler())
 		mux.Handle("/", s.imds)
-		s.imdsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+		s.imdsSrv = &http.Server{Handler: limitBodies(mux, maxLoginBody), ReadHeaderTimeout: 30 * time.Second}
 		go func() { _ = s.imdsSrv.Serve(iln) }()
 	}
 
@@ -262,12 +262,27 @@ func (s *Server) mainHandler() http.Handler {
 	// knows resources inside subscriptions.
 	mux.Handle("GET /subscriptions", s.authorized(http.HandlerFunc(s.listSubscriptions)))
 	mux.Handle("/", s.mw)
-	return limitBodies(mux, maxAnyBody)
+	// The login endpoints read their form before any credential is checked: their bodies are
+	// bounded by maxLoginBody. The same routes registered alone tell which requests are theirs.
+	logins := http.NewServeMux()
+	s.identity.Register(logins)
+	loginLimited, anyLimited := limitBodies(mux, maxLoginBody), limitBodies(mux, maxAnyBody)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := logins.Handler(r); pattern != "" {
+			loginLimited.ServeHTTP(w, r)
+			return
+		}
+		anyLimited.ServeHTTP(w, r)
+	})
 }
 
 // maxAnyBody bounds every request body on the HTTPS listener (the control API's topology seeds
 // are the largest); the ARM API has its own, smaller limit (middleware.DefaultMaxBodyBytes).
 const maxAnyBody = 16 << 20
+
+// maxLoginBody bounds the bodies of the unauthenticated login and identity endpoints (a token
+// request is a form of a few KB) and of the IMDS listener.
+const maxLoginBody = 1 << 20
 
 // limitBodies answers 413 to announced bodies over limit and stops reading others there.
 func limitBodies(next http.Handler, limit int64) http.Handler {
