@@ -196,7 +196,7 @@ func jsonDuplicates(data []byte) error {
 		before := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			return nil
+			return nil //nolint:nilerr // end of input, or a syntax error that decoding reports with its position
 		}
 		if key, ok := tok.(string); ok && len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expectKey {
 			top := &stack[len(stack)-1]
@@ -247,7 +247,7 @@ func joinPath(path, key string) string {
 func yamlDuplicates(data []byte) error {
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(data, &root); err != nil {
-		return nil
+		return nil //nolint:nilerr // sigs.k8s.io/yaml decides and reports it
 	}
 	return yamlNodeDuplicates(&root, configShape, "", 0)
 }

@@ -14,12 +14,12 @@ const maxShownValue = 64
 // bytes with its full length noted.
 func Quote(v string) string { return quoteUpTo(v, maxShownValue) }
 
-// quoteUpTo is Quote with the cut after max bytes.
-func quoteUpTo(v string, max int) string {
-	if len(v) <= max {
+// quoteUpTo is Quote with the cut after limit bytes.
+func quoteUpTo(v string, limit int) string {
+	if len(v) <= limit {
 		return strconv.Quote(v)
 	}
-	cut := max
+	cut := limit
 	for cut > 0 && !utf8.RuneStart(v[cut]) {
 		cut--
 	}
