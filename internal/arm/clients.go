@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 			Retry:            retry,
 			Telemetry:        policy.TelemetryOptions{ApplicationID: appID},
 			PerCallPolicies:  []policy.Policy{c.coalescer},
-			PerRetryPolicies: []policy.Policy{gatePolicy{gate: c.Gate}, metricsPolicy{m: c.Metrics}},
+			PerRetryPolicies: []policy.Policy{gatePolicy{gate: c.Gate, metrics: c.Metrics}, metricsPolicy{m: c.Metrics}},
 		},
 		// The CCM must not try to register resource providers on the user's subscription.
 		DisableRPRegistration: true,

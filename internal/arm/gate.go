@@ -211,19 +211,26 @@ type Ticket struct {
 // first, or has a deadline before the request's estimated turn, it returns a ThrottledError at
 // once instead of waiting in vain.
 func (g *Gate) Acquire(ctx context.Context, c Class, scope string) (*Ticket, error) {
+	t, _, err := g.acquire(ctx, c, scope)
+	return t, err
+}
+
+// acquire is Acquire that also says why the request was held (or refused), if it was.
+func (g *Gate) acquire(ctx context.Context, c Class, scope string) (*Ticket, hold, error) {
 	g.mu.Lock()
 	k := g.key(c, scope)
 	now := g.clock.Now()
 	if len(k.queue) == 0 {
 		if seq, _, ok := k.q.take(now); ok {
 			g.mu.Unlock()
-			return &Ticket{g: g, k: k, seq: seq}, nil
+			return &Ticket{g: g, k: k, seq: seq}, holdNone, nil
 		}
 	}
+	why := k.q.holdReason(now)
 	if dl, ok := ctx.Deadline(); ok {
 		if until := now.Add(k.q.eta(now, len(k.queue)+1)); dl.Before(until) {
 			g.mu.Unlock()
-			return nil, &ThrottledError{Class: c, Scope: scope, Until: until}
+			return nil, why, &ThrottledError{Class: c, Scope: scope, Until: until}
 		}
 	}
 	w := &gateWaiter{ready: make(chan struct{})}
@@ -235,7 +242,7 @@ func (g *Gate) Acquire(ctx context.Context, c Class, scope string) (*Ticket, err
 	select {
 	case <-w.ready:
 		g.metrics.observeThrottled(c, g.clock.Now().Sub(now))
-		return &Ticket{g: g, k: k, seq: w.seq}, nil
+		return &Ticket{g: g, k: k, seq: w.seq}, why, nil
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
@@ -254,7 +261,7 @@ func (g *Gate) Acquire(ctx context.Context, c Class, scope string) (*Ticket, err
 	until := now.Add(k.q.eta(g.clock.Now(), len(k.queue)+1))
 	g.mu.Unlock()
 	g.metrics.observeThrottled(c, g.clock.Now().Sub(now))
-	return nil, &ThrottledError{Class: c, Scope: scope, Until: until, Cause: ctx.Err()}
+	return nil, why, &ThrottledError{Class: c, Scope: scope, Until: until, Cause: ctx.Err()}
 }
 
 // Done updates the gate from the response of the ticket's request.
@@ -406,12 +413,16 @@ func minRemaining(h http.Header, c Class, subscription bool) (float64, bool) {
 // gatePolicy is a per-retry azcore policy: every attempt waits at the gate, and every response
 // updates it. The 429 itself goes back to the caller as the SDK's ResponseError (IsThrottled
 // recognises it); azcore's retry policy is configured not to retry 429s.
-type gatePolicy struct{ gate *Gate }
+type gatePolicy struct {
+	gate    *Gate
+	metrics *Metrics
+}
 
 func (p gatePolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	c := ClassOf(raw.Method)
-	t, err := p.gate.Acquire(raw.Context(), c, subscriptionOf(raw.URL.Path))
+	t, why, err := p.gate.acquire(raw.Context(), c, subscriptionOf(raw.URL.Path))
+	p.metrics.observeHold(raw, why)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ type Metrics struct {
 	GateWaiting    *metrics.GaugeVec
 	GateRemaining  *metrics.GaugeVec
 	GateRefill     *metrics.GaugeVec
+
+	compatMetrics
 }
 
 var (
@@ -57,6 +59,7 @@ func NewMetrics() *Metrics {
 
 func newMetrics() *Metrics {
 	return &Metrics{
+		compatMetrics: newCompatMetrics(),
 		Requests: metrics.NewCounterVec(&metrics.CounterOpts{
 			Subsystem: metricsSubsystem, Name: "requests_total",
 			Help:           "ARM requests sent, by operation (get, list, put, patch, delete, post), resource type and result.",
@@ -107,8 +110,8 @@ func newMetrics() *Metrics {
 }
 
 func (m *Metrics) collectors() []metrics.Registerable {
-	return []metrics.Registerable{m.Requests, m.Latency, m.ThrottledSecs, m.ThrottleEvents, m.Coalesced, m.CacheLists,
-		m.GateWaiting, m.GateRemaining, m.GateRefill}
+	return append([]metrics.Registerable{m.Requests, m.Latency, m.ThrottledSecs, m.ThrottleEvents, m.Coalesced, m.CacheLists,
+		m.GateWaiting, m.GateRemaining, m.GateRefill}, m.compatMetrics.collectors()...)
 }
 
 func (m *Metrics) addWaiting(c Class, n int) {
@@ -181,7 +184,9 @@ func (p metricsPolicy) Do(req *policy.Request) (*http.Response, error) {
 	op := ParseOperation(raw.Method, raw.URL.Path)
 	start := time.Now()
 	resp, err := req.Next()
-	p.m.Latency.WithLabelValues(op.Verb, op.ResourceType).Observe(time.Since(start).Seconds())
+	d := time.Since(start)
+	p.m.Latency.WithLabelValues(op.Verb, op.ResourceType).Observe(d.Seconds())
 	p.m.Requests.WithLabelValues(op.Verb, op.ResourceType, resultOf(resp, err)).Inc()
+	p.m.observeAPI(raw, resp, err, d)
 	return resp, err
 }

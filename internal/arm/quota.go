@@ -26,6 +26,9 @@ type quota struct {
 	answered uint64                 // requests answered (or cancelled) so far
 	sent     map[uint64]quotaFlight // in flight, by sequence number
 	closed   time.Time
+	// throttledUntil is the end of the latest closure ARM asked for with a 429 (closed may last
+	// longer, for a pause of the gate's own).
+	throttledUntil time.Time
 
 	// Refill rate sampling over a window in which the bucket stayed low (no clipping at capacity).
 	counted    int64 // answers that consumed a token
@@ -101,6 +104,34 @@ func (q *quota) take(now time.Time) (seq uint64, wait time.Duration, ok bool) {
 	// At least a millisecond: rounding must never turn "soon" into "when an answer comes".
 	return 0, max(time.Millisecond, time.Duration(need/q.refillRate()*float64(time.Second))), false
 }
+
+// holdReason says why a request that cannot go at once is held: holdThrottled while a 429's
+// Retry-After lasts, holdRateLimited when the gate's own pacing holds it (the estimate at the
+// reserve, or a pause after a provider quota header reached 0), holdNone when it only waits
+// for the answer to a probe or for the requests queued before it.
+func (q *quota) holdReason(now time.Time) hold {
+	switch {
+	case now.Before(q.throttledUntil):
+		return holdThrottled
+	case now.Before(q.closed):
+		return holdRateLimited
+	case q.known && q.limited:
+		q.refill(now)
+		if q.tokens-1 < q.opts.Reserve {
+			return holdRateLimited
+		}
+	}
+	return holdNone
+}
+
+// hold is why the gate held a request.
+type hold int
+
+const (
+	holdNone hold = iota
+	holdThrottled
+	holdRateLimited
+)
 
 func (q *quota) send(now time.Time) uint64 {
 	if q.sent == nil {
@@ -186,6 +217,9 @@ func (q *quota) observe(now time.Time, seq uint64, a answer) {
 		first := !now.Before(q.closed)
 		if until := now.Add(a.closedFor); until.After(q.closed) {
 			q.closed = until
+		}
+		if until := now.Add(a.closedFor); until.After(q.throttledUntil) {
+			q.throttledUntil = until
 		}
 		if first && q.known && q.limited {
 			// The refill rate was overestimated (or another client spends the same quota, or the

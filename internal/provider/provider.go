@@ -376,6 +376,9 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 		if c.lbErr != nil {
 			klog.ErrorS(c.lbErr, "Load balancer implementation could not be built; services of type LoadBalancer are not served")
 		}
+		if c.lb != nil {
+			c.lb = measuredLoadBalancer{LoadBalancer: c.lb, scope: c.opScope()}
+		}
 	})
 	if c.lbErr != nil || c.lb == nil {
 		return nil, false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
@@ -64,6 +65,13 @@ func (r *routeProvider) ListRoutes(ctx context.Context, clusterName string) ([]*
 // CreateRoute adds a route for a node's pod CIDR; all concurrent creates and deletes share one
 // route table PUT.
 func (r *routeProvider) CreateRoute(ctx context.Context, clusterName, nameHint string, route *cloudprovider.Route) error {
+	start := time.Now()
+	err := r.createRoute(ctx, route)
+	r.c.opScope().observe(opCreateRoute, string(route.TargetNode), start, err)
+	return err
+}
+
+func (r *routeProvider) createRoute(ctx context.Context, route *cloudprovider.Route) error {
 	node := string(route.TargetNode)
 	name := routes.Name(node, route.DestinationCIDR)
 	if r.c.Resolver.Nodes().IsUnmanaged(node) {
@@ -81,6 +89,13 @@ func (r *routeProvider) CreateRoute(ctx context.Context, clusterName, nameHint s
 
 // DeleteRoute removes a route (and the node's legacy route without CIDR suffix).
 func (r *routeProvider) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) error {
+	start := time.Now()
+	err := r.deleteRoute(ctx, route)
+	r.c.opScope().observe(opDeleteRoute, string(route.TargetNode), start, err)
+	return err
+}
+
+func (r *routeProvider) deleteRoute(ctx context.Context, route *cloudprovider.Route) error {
 	node := string(route.TargetNode)
 	name := route.Name
 	if name == "" {
