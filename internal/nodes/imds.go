@@ -21,15 +21,20 @@ const IMDSAPIVersion = "2021-10-01"
 // primitive as a string.
 type IMDSDocument struct {
 	Compute struct {
-		Location            string `json:"location"`
-		Name                string `json:"name"`
-		ResourceID          string `json:"resourceId"`
-		VMSize              string `json:"vmSize"`
-		Zone                string `json:"zone"`
-		PlatformFaultDomain string `json:"platformFaultDomain"`
-		OSProfile           struct {
+		Location               string `json:"location"`
+		Name                   string `json:"name"`
+		ResourceID             string `json:"resourceId"`
+		VMSize                 string `json:"vmSize"`
+		Zone                   string `json:"zone"`
+		PlatformFaultDomain    string `json:"platformFaultDomain"`
+		PlatformSubFaultDomain string `json:"platformSubFaultDomain"`
+		OSProfile              struct {
 			ComputerName string `json:"computerName"`
 		} `json:"osProfile"`
+		TagsList []struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		} `json:"tagsList"`
 	} `json:"compute"`
 	Network struct {
 		Interface []struct {
@@ -85,6 +90,30 @@ type NodeMetadata struct {
 	Zone         string
 	Region       string
 	Addresses    []v1.NodeAddress
+	// SubFaultDomain and InterconnectGroup come from the instance metadata only (empty from
+	// ARM, and when the VM's document has none).
+	SubFaultDomain    string
+	InterconnectGroup string
+}
+
+// Labels of the VM's placement, written by the node manager from the instance metadata.
+const (
+	// LabelSubFaultDomain carries compute.platformSubFaultDomain.
+	LabelSubFaultDomain = "topology.kubernetes.azure.com/sub-fault-domain"
+	// LabelInterconnectGroup carries the value of the platform's tag TagInterconnectGroup.
+	LabelInterconnectGroup = "topology.kubernetes.azure.com/interconnect-group"
+	// TagInterconnectGroup is the tag (in compute.tagsList, matched case-sensitively) naming
+	// the VM's interconnect group.
+	TagInterconnectGroup = "Platform_Interconnect_Group"
+)
+
+// labelValue returns v if it can be a label value, else "" (a value the API server would
+// refuse must not make the whole node update fail).
+func labelValue(v string) string {
+	if len(validation.IsValidLabelValue(v)) > 0 {
+		return ""
+	}
+	return v
 }
 
 // MetadataFromIMDS computes a node's metadata from its own instance document, with the same
@@ -115,7 +144,15 @@ func MetadataFromIMDS(doc *IMDSDocument, nodeName string) (NodeMetadata, error) 
 	if errs := validation.IsValidLabelValue(doc.Compute.VMSize); len(errs) > 0 {
 		return NodeMetadata{}, fmt.Errorf("instance metadata compute.vmSize %q is not a label value: %s", doc.Compute.VMSize, strings.Join(errs, "; "))
 	}
-	md := NodeMetadata{ProviderID: pid.String(), InstanceType: doc.Compute.VMSize, Zone: zone, Region: region}
+	md := NodeMetadata{ProviderID: pid.String(), InstanceType: doc.Compute.VMSize, Zone: zone, Region: region,
+		SubFaultDomain: labelValue(doc.Compute.PlatformSubFaultDomain)}
+	for _, t := range doc.Compute.TagsList {
+		if t.Name == TagInterconnectGroup {
+			// The first such tag decides, even when empty.
+			md.InterconnectGroup = labelValue(t.Value)
+			break
+		}
+	}
 	if len(doc.Network.Interface) == 0 {
 		return NodeMetadata{}, fmt.Errorf("instance metadata has no network interface")
 	}
@@ -183,6 +220,8 @@ func ApplyMetadata(node *v1.Node, md NodeMetadata, o InitOptions) (out *v1.Node,
 	set(v1.LabelTopologyZone, md.Zone)
 	set(v1.LabelTopologyRegion, md.Region)
 	set(v1.LabelInstanceTypeStable, md.InstanceType)
+	set(LabelSubFaultDomain, md.SubFaultDomain)
+	set(LabelInterconnectGroup, md.InterconnectGroup)
 	if o.BetaLabels {
 		set(LabelZoneBeta, md.Zone)
 		set(LabelRegionBeta, md.Region)

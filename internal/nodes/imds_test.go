@@ -86,3 +86,50 @@ func TestApplyMetadata(t *testing.T) {
 		t.Fatal("taint removed without the option")
 	}
 }
+
+func TestIMDSPlacementLabels(t *testing.T) {
+	for _, tc := range []struct {
+		name, compute       string
+		subFD, interconnect string
+	}{
+		{name: "both", compute: `"platformSubFaultDomain":"3","tagsList":[{"name":"a","value":"b"},{"name":"Platform_Interconnect_Group","value":"ig-7"}]`,
+			subFD: "3", interconnect: "ig-7"},
+		{name: "none", compute: `"tagsList":[{"name":"a","value":"b"}]`},
+		{name: "tag name is case-sensitive", compute: `"tagsList":[{"name":"platform_interconnect_group","value":"ig-7"}]`},
+		{name: "first tag decides", compute: `"tagsList":[{"name":"Platform_Interconnect_Group","value":""},{"name":"Platform_Interconnect_Group","value":"ig-7"}]`},
+		{name: "no label value", compute: `"platformSubFaultDomain":"a b","tagsList":[{"name":"Platform_Interconnect_Group","value":"x/y"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var raw map[string]map[string]any
+			if err := json.Unmarshal([]byte(imdsUniform), &raw); err != nil {
+				t.Fatal(err)
+			}
+			var extra map[string]any
+			if err := json.Unmarshal([]byte("{"+tc.compute+"}"), &extra); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range extra {
+				raw["compute"][k] = v
+			}
+			b, _ := json.Marshal(raw)
+			doc, err := DecodeIMDS(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, err := MetadataFromIMDS(doc, "pool000003")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.SubFaultDomain != tc.subFD || md.InterconnectGroup != tc.interconnect {
+				t.Fatalf("sub fault domain %q, interconnect group %q; want %q, %q", md.SubFaultDomain, md.InterconnectGroup, tc.subFD, tc.interconnect)
+			}
+			out, _, _ := ApplyMetadata(&v1.Node{}, md, InitOptions{})
+			for label, want := range map[string]string{LabelSubFaultDomain: tc.subFD, LabelInterconnectGroup: tc.interconnect} {
+				got, ok := out.Labels[label]
+				if ok != (want != "") || got != want {
+					t.Errorf("label %s = %q (present %v), want %q", label, got, ok, want)
+				}
+			}
+		})
+	}
+}

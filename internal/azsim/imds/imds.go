@@ -28,6 +28,9 @@ type Server struct {
 	mu         sync.RWMutex
 	defaultVM  string
 	azEnvironm string
+	// subFaultDomains are the platform sub fault domains of VMs, by lower-cased resource ID:
+	// Azure shows them in IMDS only, so ARM documents cannot carry them.
+	subFaultDomains map[string]string
 }
 
 // New returns an IMDS server over store.
@@ -38,6 +41,35 @@ func New(store Store) *Server { return &Server{store: store, azEnvironm: "AzureP
 func (s *Server) SetDefaultVM(vm string) {
 	s.mu.Lock()
 	s.defaultVM = vm
+	s.mu.Unlock()
+}
+
+// SetSubFaultDomain sets the compute.platformSubFaultDomain of a VM or scale set instance, by
+// resource ID ("" removes it).
+func (s *Server) SetSubFaultDomain(vmID, subFaultDomain string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if subFaultDomain == "" {
+		delete(s.subFaultDomains, strings.ToLower(vmID))
+		return
+	}
+	if s.subFaultDomains == nil {
+		s.subFaultDomains = map[string]string{}
+	}
+	s.subFaultDomains[strings.ToLower(vmID)] = subFaultDomain
+}
+
+// SubFaultDomain returns what SetSubFaultDomain set for a VM.
+func (s *Server) SubFaultDomain(vmID string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.subFaultDomains[strings.ToLower(vmID)]
+}
+
+// ResetSubFaultDomains forgets every VM's sub fault domain.
+func (s *Server) ResetSubFaultDomains() {
+	s.mu.Lock()
+	s.subFaultDomains = nil
 	s.mu.Unlock()
 }
 

@@ -138,3 +138,32 @@ func TestInstanceSelectionAndPaths(t *testing.T) {
 		})
 	}
 }
+
+func TestSubFaultDomainAndInterconnectTag(t *testing.T) {
+	s := New(newStore())
+	s.SetSubFaultDomain(strings.ToUpper(ssID+"/virtualMachines/3"), "2")
+	doc := func(vm string) (Document, string) {
+		t.Helper()
+		s.SetDefaultVM(vm)
+		code, body := get(t, s, "/metadata/instance?api-version=2021-10-01&format=json", nil)
+		if code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+		var d Document
+		if err := json.Unmarshal([]byte(body), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d, body
+	}
+	if d, _ := doc("pool1_3"); d.Compute.PlatformSubFaultDomain != "2" {
+		t.Errorf("scale set instance: platformSubFaultDomain %q, want 2", d.Compute.PlatformSubFaultDomain)
+	}
+	// A VM given none has no such field, as in Azure.
+	if _, body := doc("as1-vm-0"); strings.Contains(body, "platformSubFaultDomain") {
+		t.Errorf("VM without a sub fault domain: %s", body)
+	}
+	s.SetSubFaultDomain(ssID+"/virtualMachines/3", "")
+	if d, _ := doc("pool1_3"); d.Compute.PlatformSubFaultDomain != "" {
+		t.Errorf("removed sub fault domain still served: %q", d.Compute.PlatformSubFaultDomain)
+	}
+}

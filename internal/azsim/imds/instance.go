@@ -33,26 +33,28 @@ type Document struct {
 
 // Compute is /metadata/instance/compute.
 type Compute struct {
-	AzEnvironment        string    `json:"azEnvironment"`
-	Location             string    `json:"location"`
-	Name                 string    `json:"name"`
-	Offer                string    `json:"offer"`
-	OSType               string    `json:"osType"`
-	OSProfile            OSProfile `json:"osProfile"`
-	PlacementGroupID     string    `json:"placementGroupId"`
-	PlatformFaultDomain  string    `json:"platformFaultDomain"`
-	PlatformUpdateDomain string    `json:"platformUpdateDomain"`
-	Provider             string    `json:"provider"`
-	ResourceGroupName    string    `json:"resourceGroupName"`
-	ResourceID           string    `json:"resourceId"`
-	SKU                  string    `json:"sku"`
-	SubscriptionID       string    `json:"subscriptionId"`
-	Tags                 string    `json:"tags"`
-	TagsList             []Tag     `json:"tagsList"`
-	VMID                 string    `json:"vmId"`
-	VMScaleSetName       string    `json:"vmScaleSetName"`
-	VMSize               string    `json:"vmSize"`
-	Zone                 string    `json:"zone"`
+	AzEnvironment       string    `json:"azEnvironment"`
+	Location            string    `json:"location"`
+	Name                string    `json:"name"`
+	Offer               string    `json:"offer"`
+	OSType              string    `json:"osType"`
+	OSProfile           OSProfile `json:"osProfile"`
+	PlacementGroupID    string    `json:"placementGroupId"`
+	PlatformFaultDomain string    `json:"platformFaultDomain"`
+	// PlatformSubFaultDomain is only in the document of a VM given one (SetSubFaultDomain).
+	PlatformSubFaultDomain string `json:"platformSubFaultDomain,omitempty"`
+	PlatformUpdateDomain   string `json:"platformUpdateDomain"`
+	Provider               string `json:"provider"`
+	ResourceGroupName      string `json:"resourceGroupName"`
+	ResourceID             string `json:"resourceId"`
+	SKU                    string `json:"sku"`
+	SubscriptionID         string `json:"subscriptionId"`
+	Tags                   string `json:"tags"`
+	TagsList               []Tag  `json:"tagsList"`
+	VMID                   string `json:"vmId"`
+	VMScaleSetName         string `json:"vmScaleSetName"`
+	VMSize                 string `json:"vmSize"`
+	Zone                   string `json:"zone"`
 }
 
 // OSProfile is compute.osProfile.
@@ -184,6 +186,7 @@ func (s *Server) baseCompute(id, name, location string, zones []*string, tags ma
 
 func (s *Server) vmDocument(ctx context.Context, c reader, vm *armcompute.VirtualMachine) (*Document, error) {
 	comp := s.baseCompute(str(vm.ID), str(vm.Name), str(vm.Location), vm.Zones, vm.Tags)
+	comp.PlatformSubFaultDomain = s.SubFaultDomain(str(vm.ID))
 	var nicIDs []string
 	if p := vm.Properties; p != nil {
 		comp.VMID = str(p.VMID)
@@ -218,6 +221,7 @@ func (s *Server) vmDocument(ctx context.Context, c reader, vm *armcompute.Virtua
 
 func (s *Server) scaleSetVMDocument(ctx context.Context, c reader, ss *armcompute.VirtualMachineScaleSet, vm *armcompute.VirtualMachineScaleSetVM) (*Document, error) {
 	comp := s.baseCompute(str(vm.ID), str(vm.Name), str(vm.Location), vm.Zones, vm.Tags)
+	comp.PlatformSubFaultDomain = s.SubFaultDomain(str(vm.ID))
 	comp.VMScaleSetName = str(ss.Name)
 	if vm.SKU != nil {
 		comp.VMSize = str(vm.SKU.Name)

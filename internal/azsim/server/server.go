@@ -369,10 +369,16 @@ func (s *Server) Seed(ctx context.Context, t *topology.Topology) (*topology.Resu
 		c.Location = s.opts.Location
 	}
 	res, err := topology.Seed(ctx, s.engine, &c, topology.SeedOptions{Decorate: instant})
-	if err == nil {
-		s.logf("azsim seeded %d machines", len(res.Machines))
+	if err != nil {
+		return res, err
 	}
-	return res, err
+	for _, m := range res.Machines {
+		if sfd := c.SubFaultDomain(m); sfd != "" {
+			s.imds.SetSubFaultDomain(m.ResourceID, sfd)
+		}
+	}
+	s.logf("azsim seeded %d machines", len(res.Machines))
+	return res, nil
 }
 
 // Reset drops every resource, fault rule and counter (logins included), and the IMDS default VM.
@@ -382,6 +388,7 @@ func (s *Server) Reset() error {
 	s.mw.ResetStats()
 	s.identity.ResetLogins()
 	s.imds.SetDefaultVM("")
+	s.imds.ResetSubFaultDomains()
 	return nil
 }
 

@@ -27,7 +27,8 @@ virtualNetworks:
 networkSecurityGroups: [{resourceGroup: rg-cluster, name: nsg}]
 routeTables: [{resourceGroup: rg-cluster, name: rt}]
 scaleSets:
-- {resourceGroup: rg-cluster, name: pool1, capacity: 3, zones: ["1","2","3"], computerNamePrefix: pool1-vmss}
+- {resourceGroup: rg-cluster, name: pool1, capacity: 3, zones: ["1","2","3"], computerNamePrefix: pool1-vmss, subFaultDomain: "1",
+   tags: {Platform_Interconnect_Group: ig-1}}
 availabilitySets:
 - {resourceGroup: rg-cluster, name: as1, faultDomains: 2, vms: 2, vmNamePrefix: as1-vm-}
 virtualMachines:
@@ -133,6 +134,15 @@ func TestSeedTopologyAndIMDS(t *testing.T) {
 			!strings.EqualFold(c.ResourceGroupName, m.ResourceGroup) || c.SubscriptionID != sub || !strings.EqualFold("azure://"+c.ResourceID, m.ProviderID) {
 			t.Errorf("IMDS for %s: %d %+v", m.NodeName, resp.StatusCode, c)
 			continue
+		}
+		// The scale set's sub fault domain and interconnect group tag reach its instances only.
+		wantSFD, wantTags := "", 0
+		if m.ScaleSet == "pool1" {
+			wantSFD, wantTags = "1", 1
+		}
+		if c.PlatformSubFaultDomain != wantSFD || len(c.TagsList) != wantTags ||
+			(wantTags == 1 && c.TagsList[0] != (imds.Tag{Name: "Platform_Interconnect_Group", Value: "ig-1"})) {
+			t.Errorf("IMDS placement for %s: platformSubFaultDomain %q, tagsList %+v", m.NodeName, c.PlatformSubFaultDomain, c.TagsList)
 		}
 		if len(doc.Network.Interface) == 0 || doc.Network.Interface[0].IPv4.IPAddress[0].PrivateIPAddress != m.InternalIPs[0] {
 			t.Errorf("IMDS network for %s: %+v", m.NodeName, doc.Network)

@@ -331,3 +331,24 @@ func str(p *string) string {
 	}
 	return *p
 }
+
+// SubFaultDomain is the sub fault domain the topology gives machine m (that of its scale set,
+// availability set or standalone VM; "" if none).
+func (t *Topology) SubFaultDomain(m Machine) string {
+	for _, ss := range t.ScaleSets {
+		if m.ScaleSet != "" && strings.EqualFold(ss.Name, m.ScaleSet) && strings.EqualFold(ss.ResourceGroup, m.ResourceGroup) {
+			return ss.SubFaultDomain
+		}
+	}
+	for _, as := range t.AvailabilitySets {
+		if m.AvailabilitySet != "" && strings.EqualFold(as.Name, m.AvailabilitySet) && strings.EqualFold(as.ResourceGroup, m.ResourceGroup) {
+			return as.SubFaultDomain
+		}
+	}
+	for _, vm := range t.VirtualMachines {
+		if m.ScaleSet == "" && m.AvailabilitySet == "" && strings.EqualFold(vm.Name, m.Name) && strings.EqualFold(vm.ResourceGroup, m.ResourceGroup) {
+			return vm.SubFaultDomain
+		}
+	}
+	return ""
+}

@@ -131,6 +131,8 @@ type ScaleSet struct {
 	FaultDomains       int               `json:"faultDomains,omitempty"`
 	PowerState         string            `json:"powerState,omitempty"`
 	Tags               map[string]string `json:"tags,omitempty"`
+	// SubFaultDomain is the platform sub fault domain IMDS shows for every VM of it ("": none).
+	SubFaultDomain string `json:"subFaultDomain,omitempty"`
 	// LoadBalancerPools the model's primary ip configuration joins (so every instance does).
 	LoadBalancerPools []PoolRef `json:"loadBalancerPools,omitempty"`
 }
@@ -147,6 +149,8 @@ type AvailabilitySet struct {
 	Subnet        SubnetRef `json:"subnet,omitempty"`
 	IPv6          bool      `json:"ipv6,omitempty"`
 	PowerState    string    `json:"powerState,omitempty"`
+	// SubFaultDomain is the platform sub fault domain IMDS shows for every VM of it ("": none).
+	SubFaultDomain string `json:"subFaultDomain,omitempty"`
 	// LoadBalancerPools every VM's NIC joins.
 	LoadBalancerPools []PoolRef `json:"loadBalancerPools,omitempty"`
 }
@@ -163,6 +167,8 @@ type VirtualMachine struct {
 	IPv6         bool              `json:"ipv6,omitempty"`
 	PowerState   string            `json:"powerState,omitempty"`
 	Tags         map[string]string `json:"tags,omitempty"`
+	// SubFaultDomain is the platform sub fault domain IMDS shows for the VM ("": none).
+	SubFaultDomain string `json:"subFaultDomain,omitempty"`
 	// LoadBalancerPools the VM's NIC joins.
 	LoadBalancerPools []PoolRef `json:"loadBalancerPools,omitempty"`
 }
