@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"k8s.io/cloud-provider/node/helpers"
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
@@ -50,6 +52,10 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	md, err := s.Source.Metadata(ctx, node)
 	if err != nil {
 		err = fmt.Errorf("reading the node's metadata from %s: %w", s.Source.Name(), err)
+	} else if md.Addresses, err = providedNodeIPFirst(node, md.Addresses); err != nil {
+		err = fmt.Errorf("the node's IP does not match its VM (%s): %w", s.Source.Name(), err)
+	}
+	if err != nil {
 		if initialising(node) && s.Recorder != nil {
 			s.Recorder.Eventf(node, v1.EventTypeWarning, ReasonInitFailed, "%v", err)
 		}
@@ -130,4 +136,17 @@ func (s *Syncer) Run(ctx context.Context, trigger <-chan struct{}, period time.D
 		}
 		t.Stop()
 	}
+}
+
+// providedNodeIPFirst applies the kubelet's --node-ip (annotation
+// alpha.kubernetes.io/provided-node-ip) as the cloud-node controller does: every IP named must
+// be an address of the VM, else the node is not initialised (its taint stays); the matching
+// addresses come first and replace the others of their type. Without the annotation the
+// addresses are kept as they are.
+func providedNodeIPFirst(node *v1.Node, addrs []v1.NodeAddress) ([]v1.NodeAddress, error) {
+	ip, ok := node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr]
+	if !ok || len(addrs) == 0 {
+		return addrs, nil
+	}
+	return helpers.GetNodeAddressesFromNodeIP(ip, addrs)
 }

@@ -193,3 +193,42 @@ func TestARMSourceAgainstAzsim(t *testing.T) {
 		t.Fatal("node without a VM synced")
 	}
 }
+
+// The kubelet's --node-ip must be an address of the VM before the node is initialised, and
+// comes first, as the cloud-node controller does it.
+func TestSyncChecksProvidedNodeIP(t *testing.T) {
+	ctx := context.Background()
+	md := nodes.NodeMetadata{ProviderID: "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/n1",
+		Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.240.0.4"}, {Type: v1.NodeInternalIP, Address: "10.240.0.5"},
+			{Type: v1.NodeHostName, Address: "n1"}}}
+	annotated := func(ip string) *v1.Node {
+		n := newNode("n1")
+		n.Annotations = map[string]string{"alpha.kubernetes.io/provided-node-ip": ip}
+		return n
+	}
+
+	kube := fake.NewClientset(annotated("10.240.0.9"))
+	rec := record.NewFakeRecorder(10)
+	s := &Syncer{Kube: kube, NodeName: "n1", Source: fixedSource{md: md}, Recorder: rec, Init: nodes.InitOptions{RemoveUninitializedTaint: true}}
+	if err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), "10.240.0.9") {
+		t.Fatalf("a node IP the VM does not have: err %v", err)
+	}
+	if e := <-rec.Events; !strings.Contains(e, ReasonInitFailed) {
+		t.Fatalf("event %q, want %s", e, ReasonInitFailed)
+	}
+	n, _ := kube.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if len(n.Spec.Taints) != 1 || n.Spec.ProviderID != "" {
+		t.Fatalf("node initialised with a foreign node IP: %+v", n)
+	}
+
+	kube = fake.NewClientset(annotated("10.240.0.5"))
+	s = &Syncer{Kube: kube, NodeName: "n1", Source: fixedSource{md: md}, Init: nodes.InitOptions{RemoveUninitializedTaint: true}}
+	if err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _ = kube.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.240.0.5"}, {Type: v1.NodeHostName, Address: "n1"}}
+	if len(n.Spec.Taints) != 0 || fmt.Sprint(n.Status.Addresses) != fmt.Sprint(want) {
+		t.Fatalf("taints %v, addresses %v; want none and %v", n.Spec.Taints, n.Status.Addresses, want)
+	}
+}
