@@ -33,25 +33,31 @@ const lbPath = "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Network
 // newTestClients builds real SDK clients against an httptest TLS server.
 func newTestClients(t *testing.T, h http.Handler) (*Clients, *Metrics) {
 	t.Helper()
+	m := NewMetrics()
+	return newTestClientsWith(t, h, m, &policy.RetryOptions{MaxRetries: 2, RetryDelay: time.Millisecond,
+		MaxRetryDelay: 5 * time.Millisecond, StatusCodes: DefaultRetry(nil).StatusCodes}), m
+}
+
+// newTestClientsWith builds real SDK clients recording into m, retrying as retry says.
+func newTestClientsWith(t *testing.T, h http.Handler, m *Metrics, retry *policy.RetryOptions) *Clients {
+	t.Helper()
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
 	cfg, err := config.Parse([]byte(`{"subscriptionId":"sub","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics()
 	c, err := New(context.Background(), cfg, Options{
 		Credential:  fakeCred{},
 		Transport:   srv.Client(),
 		Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login.local/"},
 		Metrics:     m,
-		Retry: &policy.RetryOptions{MaxRetries: 2, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond,
-			StatusCodes: DefaultRetry(nil).StatusCodes},
+		Retry:       retry,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, m
+	return c
 }
 
 func lbJSON(w http.ResponseWriter) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -13,35 +12,17 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
-
-	"github.com/azure-ccm/azure-ccm/internal/config"
 )
 
 // newCompatTestClients is newTestClients with the metrics in a registry the test gathers.
 func newCompatTestClients(t *testing.T, h http.Handler) (*Clients, *Metrics, metrics.KubeRegistry) {
 	t.Helper()
-	srv := httptest.NewTLSServer(h)
-	t.Cleanup(srv.Close)
-	cfg, err := config.Parse([]byte(`{"subscriptionId":"sub","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := newMetrics()
 	reg := metrics.NewKubeRegistry()
 	for _, c := range m.collectors() {
 		reg.MustRegister(c)
 	}
-	c, err := New(context.Background(), cfg, Options{
-		Credential:  fakeCred{},
-		Transport:   srv.Client(),
-		Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login.local/"},
-		Metrics:     m,
-		Retry:       &policy.RetryOptions{MaxRetries: -1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, m, reg
+	return newTestClientsWith(t, h, m, &policy.RetryOptions{MaxRetries: -1}), m, reg
 }
 
 // labelNames returns the label names of every series of family name in reg.
