@@ -75,7 +75,13 @@ stage() {
   "$@" 2>&1 | tee "${log}"
   rc=${PIPESTATUS[0]}
   summary+=("${name}: $([[ ${rc} -eq 0 ]] && echo PASS || echo "FAIL (exit ${rc})") in $(($(date +%s) - start))s")
-  [[ ${rc} -eq 0 ]] || failed+=("${name}")
+  [[ ${rc} -eq 0 ]] && return 0
+  failed+=("${name}")
+  # The CI shows the summary only: keep the failing stage's last findings there, unless the
+  # stage wrote its own summary (the fuzz sweep does).
+  if [[ ! -s "${OUT}/${name}.summary" ]]; then
+    grep -vE '^    \(' "${log}" | tail -n 40 >"${OUT}/${name}.summary" || true
+  fi
 }
 
 mapfile -t UNIT < <(pkgs_under cmd internal)

@@ -89,11 +89,11 @@ func reservePort(dir string, port int) (bool, error) {
 		}
 		return false, fmt.Errorf("free port: lock %d: %w", port, err)
 	}
-	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-	if err != nil {
-		_ = syscall.Close(fd) // in use by something outside the tests; leave it
-		return false, nil
+	if l, err := net.Listen("tcp", ":"+strconv.Itoa(port)); err == nil {
+		_ = l.Close()
+		return true, nil
 	}
-	_ = l.Close()
-	return true, nil
+	// In use by something outside the tests: not an error, the caller tries the next port.
+	_ = syscall.Close(fd)
+	return false, nil
 }

@@ -37,7 +37,9 @@ func TestFreePortsNotSharedAcrossProcesses(t *testing.T) {
 			os.Exit(2)
 		}
 		for _, p := range ports {
-			os.Stdout.WriteString(strconv.Itoa(p) + "\n")
+			if _, err := os.Stdout.WriteString(strconv.Itoa(p) + "\n"); err != nil {
+				os.Exit(2)
+			}
 		}
 		// Hold the reservations until the parent closes stdin.
 		_, _ = os.Stdin.Read(make([]byte, 1))
