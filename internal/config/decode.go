@@ -159,69 +159,23 @@ func (s *seenKeys) add(path, key string, line, col int) error {
 // jsonDuplicates walks the JSON tokens of data and reports the first key repeated in one object.
 // A syntax error ends the walk silently: decoding reports it with its position.
 func jsonDuplicates(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	type frame struct {
-		object    bool
-		shape     shape
-		path      string
-		seen      *seenKeys
-		expectKey bool
-		key       string
-		index     int
-	}
-	var stack []frame
-	// childOf is the shape and path of the value about to be read in the innermost container.
-	childOf := func() (shape, string) {
-		if len(stack) == 0 {
-			return configShape, ""
-		}
-		top := stack[len(stack)-1]
-		if top.object {
-			return top.shape.field(top.key), joinPath(top.path, top.key)
-		}
-		return top.shape.elem(), fmt.Sprintf("%s[%d]", top.path, top.index)
-	}
-	valueDone := func() {
-		if len(stack) == 0 {
-			return
-		}
-		top := &stack[len(stack)-1]
-		if top.object {
-			top.expectKey = true
-		} else {
-			top.index++
-		}
-	}
+	w := newJSONWalker(data)
 	for {
-		before := dec.InputOffset()
-		tok, err := dec.Token()
+		before := w.offset()
+		tok, isKey, err := w.step()
 		if err != nil {
 			return nil //nolint:nilerr // end of input, or a syntax error that decoding reports with its position
 		}
-		if key, ok := tok.(string); ok && len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expectKey {
-			top := &stack[len(stack)-1]
-			line, col := lineCol(data, keyStart(data, before)+1)
-			if err := top.seen.add(top.path, key, line, col); err != nil {
-				return err
-			}
-			top.key, top.expectKey = key, false
+		if !isKey {
 			continue
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				sh, p := childOf()
-				stack = append(stack, frame{object: true, shape: sh, path: p, seen: newSeenKeys(sh.foldsKeys()), expectKey: true})
-			case '[':
-				sh, p := childOf()
-				stack = append(stack, frame{shape: sh, path: p})
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-		default:
-			valueDone()
+		top := w.top()
+		if top.seen == nil {
+			top.seen = newSeenKeys(top.shape.foldsKeys())
+		}
+		line, col := lineCol(data, keyStart(data, before)+1)
+		if err := top.seen.add(top.path, tok.(string), line, col); err != nil {
+			return err
 		}
 	}
 }
@@ -233,13 +187,6 @@ func keyStart(data []byte, offset int64) int64 {
 		offset++
 	}
 	return offset
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 // yamlDuplicates reports the first key repeated in one mapping of a YAML document. A document

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 )
 
 // readFileLimited reads at most limit bytes of path and fails if the file is larger, so that a
@@ -101,69 +100,11 @@ func lineCol(data []byte, offset int64) (line, col int) {
 // keyAt returns the dotted path of the key whose value was being read at offset ("" at the top
 // level), following the tokens up to it.
 func keyAt(data []byte, offset int64) string {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	type frame struct {
-		object    bool
-		key       string
-		expectKey bool
-		index     int
-	}
-	var stack []frame
-	path := func() string {
-		var parts []string
-		for _, f := range stack {
-			switch {
-			case f.object && f.key != "":
-				parts = append(parts, f.key)
-			case !f.object:
-				if len(parts) > 0 {
-					parts[len(parts)-1] += fmt.Sprintf("[%d]", f.index)
-				} else {
-					parts = append(parts, fmt.Sprintf("[%d]", f.index))
-				}
-			}
-		}
-		return strings.Join(parts, ".")
-	}
-	// valueDone records that a value ended inside the innermost container.
-	valueDone := func() {
-		if len(stack) == 0 {
-			return
-		}
-		top := &stack[len(stack)-1]
-		if top.object {
-			top.expectKey = true
-		} else {
-			top.index++
-		}
-	}
-	for dec.InputOffset() < offset-1 {
-		tok, err := dec.Token()
-		if err != nil {
+	w := newJSONWalker(data)
+	for w.offset() < offset-1 {
+		if _, _, err := w.step(); err != nil {
 			break
 		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, frame{object: true, expectKey: true})
-			case '[':
-				stack = append(stack, frame{})
-			case '}', ']':
-				if len(stack) > 0 {
-					stack = stack[:len(stack)-1]
-				}
-				valueDone()
-			}
-		default:
-			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
-				if s, ok := t.(string); ok {
-					stack[n-1].key, stack[n-1].expectKey = s, false
-					continue
-				}
-			}
-			valueDone()
-		}
 	}
-	return path()
+	return w.path()
 }
