@@ -59,6 +59,16 @@ suite() {
   grep -E '^(ok|FAIL|--- FAIL|\?|panic:)' "${log}" >"${OUT}/${name}.summary" || true
   # A package that did not build says why under its "# pkg" line; keep that too.
   awk '/^# /{b=1; n=0} /^(ok|FAIL|=== |--- )/{b=0} b && n++ < 10' "${log}" >>"${OUT}/${name}.summary" || true
+  # A failing test's last log lines (its t.Error and t.Log lines, file:line first): the CI shows
+  # the summary only, and the cluster artifacts may be gone by the time someone looks.
+  awk '
+    /^=== RUN   Test[^\/]*$/ { n = 0 }
+    /^[ \t]+[^ \t]+\.go:[0-9]+: / { buf[n++ % 15] = substr($0, 1, 400); next }
+    /^--- FAIL: Test/ && shown < 3 {
+      print "last log lines of " $3 ":"
+      for (i = (n > 15 ? n - 15 : 0); i < n; i++) print "  " buf[i % 15]
+      shown++; n = 0
+    }' "${log}" >>"${OUT}/${name}.summary" || true
   # Where the suite's time went: its slowest top-level tests.
   grep -E '^--- (PASS|FAIL): Test[^ ]* \([0-9.]+s\)' "${log}" |
     sed -E 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)/\2 \1/' | sort -rn | head -15 >"${OUT}/${name}.slowest" || true

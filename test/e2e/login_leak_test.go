@@ -48,6 +48,8 @@ const (
 // and checks that the client secret, the certificate password and the federated token appear in
 // no log line, no event and no metric.
 func TestLoginCredentialsNeverLeak(t *testing.T) {
+	// Parallel with the other slow, mostly waiting tests (see doc.go).
+	t.Parallel()
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{})
 	ctx := context.Background()

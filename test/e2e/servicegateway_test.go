@@ -259,6 +259,8 @@ func (s *sgEnv) resourcesOf(identity string, gone bool) framework.Condition {
 }
 
 func TestServiceGateway(t *testing.T) {
+	// Parallel with the other slow, mostly waiting tests (see doc.go).
+	t.Parallel()
 	s := sgStart(t)
 	ctx := lbCtx(t)
 

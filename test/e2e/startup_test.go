@@ -133,6 +133,8 @@ func newProbeSpec(name string, p *corev1.Probe) *probeSpec {
 // throughout, so the pod is not restarted; no controller works meanwhile; once login works the
 // node is initialised.
 func TestStartupLoginOutage(t *testing.T) {
+	// Parallel with the other slow, mostly waiting tests (see doc.go).
+	t.Parallel()
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	const outage = 3 * time.Minute
 	var d appsv1.Deployment
