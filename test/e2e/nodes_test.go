@@ -68,6 +68,15 @@ func nodesGet(ctx context.Context, e *framework.Env, name string) (*corev1.Node,
 	return e.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 }
 
+func nodesHasTaintEffect(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Effect == effect {
+			return true
+		}
+	}
+	return false
+}
+
 func nodesHasTaint(n *corev1.Node, key string) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == key {
@@ -293,6 +302,58 @@ func TestNodes(t *testing.T) {
 				}
 				return true, nil
 			}, 90*time.Second)
+		}
+	})
+
+	// As the existing provider does: a NotReady node with the shutdown taint gets the
+	// out-of-service taint, so Kubernetes' non-graceful shutdown handling moves its pods; it
+	// goes when the node is Ready again.
+	t.Run("shut-down node gets the out-of-service taint until it is Ready", func(t *testing.T) {
+		for _, m := range []framework.Machine{uniform[0], avset[0]} {
+			e.WaitFor("out-of-service taint on "+m.NodeName, func(ctx context.Context) (bool, error) {
+				n, err := nodesGet(ctx, e, m.NodeName)
+				if err != nil {
+					return false, err
+				}
+				if !nodesHasTaintEffect(n, corev1.TaintNodeOutOfService, corev1.TaintEffectNoExecute) {
+					_, _ = nodesSetNotReady(ctx, e, m.NodeName)
+					return false, fmt.Errorf("taints %v", n.Spec.Taints)
+				}
+				return true, nil
+			}, 90*time.Second)
+		}
+		// The VM starts and kwok plays its kubelet again: the node reports Ready.
+		m := avset[0]
+		if err := e.Azure.Server.VMAction(context.Background(), control.VMAction{ID: m.ResourceID, Action: "start"}); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitFor("node "+m.NodeName+" Ready and without the out-of-service taint", func(ctx context.Context) (bool, error) {
+			n, err := nodesGet(ctx, e, m.NodeName)
+			if err != nil {
+				return false, err
+			}
+			if n.Annotations[framework.KwokNodeAnnotation] == "" {
+				if n.Annotations == nil {
+					n.Annotations = map[string]string{}
+				}
+				n.Annotations[framework.KwokNodeAnnotation] = "fake"
+				if _, err := e.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+					return false, err
+				}
+				return false, fmt.Errorf("handed back to kwok")
+			}
+			if nodesHasTaint(n, corev1.TaintNodeOutOfService) {
+				return false, fmt.Errorf("taints %v, conditions %v", n.Spec.Taints, n.Status.Conditions)
+			}
+			return true, nil
+		}, 90*time.Second)
+		// The node still shut down keeps it.
+		n, err := nodesGet(context.Background(), e, uniform[0].NodeName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nodesHasTaint(n, corev1.TaintNodeOutOfService) {
+			t.Errorf("node %s lost the out-of-service taint while shut down: %v", uniform[0].NodeName, n.Spec.Taints)
 		}
 	})
 
