@@ -28,6 +28,10 @@ import (
 func nodesTopology(poolSize int) *topology.Topology {
 	t := framework.DefaultTopology()
 	t.ScaleSets[0].Capacity = poolSize
+	// IMDS of its VMs shows a sub fault domain and an interconnect group tag: the node manager
+	// turns them into labels.
+	t.ScaleSets[0].SubFaultDomain = "2"
+	t.ScaleSets[0].Tags = map[string]string{"Platform_Interconnect_Group": "ig-7"}
 	t.ScaleSets = append(t.ScaleSets, topology.ScaleSet{ResourceGroup: "rg-cluster", Name: "flex0", Orchestration: "Flexible", Capacity: 2, FaultDomains: 2})
 	t.AvailabilitySets = []topology.AvailabilitySet{{ResourceGroup: "rg-cluster", Name: "as0", VMs: 2}}
 	t.VirtualMachines = []topology.VirtualMachine{{ResourceGroup: "rg-other", Name: "other-vm", Zone: "3"}}
@@ -218,6 +222,17 @@ func TestNodes(t *testing.T) {
 			t.Fatalf("node manager: %v\n%s", err, out)
 		}
 		e.WaitFor("node manager initialised "+m.NodeName, nodesInitialized(e, m), 30*time.Second)
+		n, err := nodesGet(ctx, e, m.NodeName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The existing node manager's label keys, written out here rather than taken from the code.
+		for key, want := range map[string]string{"topology.kubernetes.azure.com/sub-fault-domain": "2",
+			"topology.kubernetes.azure.com/interconnect-group": "ig-7"} {
+			if got := n.Labels[key]; got != want {
+				t.Errorf("label %s = %q, want %q (labels %v)", key, got, want, n.Labels)
+			}
+		}
 	})
 
 	// 2. The CCM with the node, node lifecycle and route controllers.
