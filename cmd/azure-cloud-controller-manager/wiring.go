@@ -23,6 +23,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam/ipam"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/outofservice"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/pvzones"
 	sgcontroller "github.com/azure-ccm/azure-ccm/internal/controllers/servicegateway"
 	"github.com/azure-ccm/azure-ccm/internal/disks"
@@ -284,6 +285,9 @@ func (w *wiring) controllers() []controllers.Controller {
 			f := w.ipam
 			f.ClusterCIDR, f.AllocatorType = shared.ClusterCIDR, shared.CIDRAllocatorType
 			return nodeipam.Start(ctx, cc, nodeipam.Deps{Allocate: shared.AllocateNodeCIDRs, Flags: f})
+		}},
+		{Name: outofservice.Name, ClientName: "node-out-of-service-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
+			return outofservice.Start(ctx, cc)
 		}},
 		{Name: pvzones.Name, ClientName: "pv-zone-labels-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
 			cloud := w.provider()

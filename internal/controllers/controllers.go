@@ -1,5 +1,5 @@
-// Package controllers runs the CCM's own controllers (admin state, drift audit, Local pools, PV zone labels,
-// service gateway) beside the standard cloud-provider ones. Each is a Controller value; the CCM
+// Package controllers runs the CCM's own controllers (admin state, drift audit, Local pools, node
+// out-of-service taint, PV zone labels, service gateway) beside the standard cloud-provider ones. Each is a Controller value; the CCM
 // binary lists them explicitly and Initializers adds them to the standard set, so each is
 // enabled by default and can be switched with --controllers (e.g. --controllers=*,-admin-state).
 package controllers

@@ -103,6 +103,9 @@ func TestAdminStateBench(t *testing.T) {
 		for _, m := range ms {
 			want[m.InternalIPs[0]] = true
 		}
+		if on {
+			markShutDown(e, ms)
+		}
 		before := writes()
 		start := time.Now()
 		starts := make([]time.Time, len(ms))

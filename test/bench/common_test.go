@@ -218,3 +218,19 @@ func nodeIPConfig() map[string]any {
 
 // clusterArgs widen the service range: kube-apiserver's default /24 holds only 254 Services.
 var clusterArgs = []string{"kube-apiserver=service-cluster-ip-range=10.96.0.0/16"}
+
+// markShutDown makes the machines' nodes NotReady, as the nodes of stopped VMs become, before
+// a bench puts the out-of-service taint on them: on a Ready node the node-out-of-service
+// controller takes that taint away again, as the existing provider does.
+func markShutDown(e *framework.Env, ms []framework.Machine) {
+	for _, m := range ms {
+		e.WaitFor("node "+m.NodeName+" NotReady", framework.NodeNotReady(e.Kube, m.NodeName), time.Minute)
+	}
+}
+
+// markRunning makes the machines' nodes Ready again (kwok plays their kubelets).
+func markRunning(e *framework.Env, ms []framework.Machine) {
+	for _, m := range ms {
+		e.WaitFor("node "+m.NodeName+" Ready", framework.NodeReady(e.Kube, m.NodeName), time.Minute)
+	}
+}

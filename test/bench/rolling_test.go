@@ -99,6 +99,7 @@ func TestRollingUpgrade(t *testing.T) {
 	for i := range oldB {
 		ob, nb := oldB[i], newB[i]
 		// 1. Drain: taint, wait until every entry of the batch is Down.
+		markShutDown(b.env, ob)
 		start := time.Now()
 		sent := b.taintOutOfService(ob)
 		seen := map[string]time.Time{}

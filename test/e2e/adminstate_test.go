@@ -87,6 +87,22 @@ func adminStateSetTaints(t *testing.T, e *framework.Env, name string, edit func(
 	}, 30*time.Second)
 }
 
+// adminStateShutDown stands in for a VM that was shut down: its node goes NotReady (kwok stops
+// playing its kubelet) and gets the out-of-service taint. On a Ready node the taint would not
+// last: the node-out-of-service controller removes it there, as the existing provider does.
+func adminStateShutDown(t *testing.T, e *framework.Env, name string) {
+	t.Helper()
+	e.WaitFor("node "+name+" NotReady", func(ctx context.Context) (bool, error) { return nodesSetNotReady(ctx, e, name) }, 30*time.Second)
+	adminStateSetTaints(t, e, name, addTaint(adminStateOOS))
+}
+
+// adminStateBackInService removes the out-of-service taint and makes the node Ready again.
+func adminStateBackInService(t *testing.T, e *framework.Env, name string) {
+	t.Helper()
+	adminStateSetTaints(t, e, name, dropTaint(planner.TaintOutOfService))
+	e.WaitFor("node "+name+" Ready", func(ctx context.Context) (bool, error) { return nodesSetReady(ctx, e, name) }, time.Minute)
+}
+
 var adminStateOOS = corev1.Taint{Key: planner.TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
 
 func addTaint(t corev1.Taint) func([]corev1.Taint) []corev1.Taint {
@@ -181,27 +197,27 @@ func TestAdminState(t *testing.T) {
 	n0, n1, n2 := machines[0].NodeName, machines[1].NodeName, machines[2].NodeName
 
 	t.Run("taint Down, others None; untaint None; cordon alone nothing", func(t *testing.T) {
-		adminStateSetTaints(t, e, n0, addTaint(adminStateOOS))
+		adminStateShutDown(t, e, n0)
 		e.WaitFor(n0+" Down", adminStateIs(e, machines, n0), 30*time.Second)
 		e.WaitFor("AdminStateDown event", adminStateNodeEvent(e, n0, "AdminStateDown"), 30*time.Second)
-		adminStateSetTaints(t, e, n0, dropTaint(planner.TaintOutOfService))
+		adminStateBackInService(t, e, n0)
 		e.WaitFor(n0+" None", adminStateIs(e, machines), 30*time.Second)
 		e.WaitFor("AdminStateRestored event", adminStateNodeEvent(e, n0, "AdminStateRestored"), 30*time.Second)
 		before := adminStatePoolWrites(t, e)
 		adminStateSetTaints(t, e, n1, addTaint(corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}))
 		// A later taint on another node proves the cordon was seen and ignored.
-		adminStateSetTaints(t, e, n2, addTaint(adminStateOOS))
+		adminStateShutDown(t, e, n2)
 		e.WaitFor(n2+" Down", adminStateIs(e, machines, n2), 30*time.Second)
 		if got := adminStatePoolWrites(t, e) - before; got != int64(len(adminStateLBs)) {
 			t.Errorf("%d pool writes for a cordon and one taint, want one per load balancer (%d)", got, len(adminStateLBs))
 		}
 		adminStateSetTaints(t, e, n1, dropTaint(corev1.TaintNodeUnschedulable))
-		adminStateSetTaints(t, e, n2, dropTaint(planner.TaintOutOfService))
+		adminStateBackInService(t, e, n2)
 		e.WaitFor("all None", adminStateIs(e, machines), 30*time.Second)
 	})
 
 	t.Run("service update while draining keeps Down", func(t *testing.T) {
-		adminStateSetTaints(t, e, n1, addTaint(adminStateOOS))
+		adminStateShutDown(t, e, n1)
 		e.WaitFor(n1+" Down", adminStateIs(e, machines, n1), 30*time.Second)
 		e.WaitFor("service updated", func(ctx context.Context) (bool, error) {
 			s, err := e.Kube.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
@@ -249,7 +265,7 @@ func TestAdminState(t *testing.T) {
 		if got := adminStatePoolWrites(t, e) - before; got != 0 {
 			t.Errorf("%d pool writes across the restart, want 0", got)
 		}
-		adminStateSetTaints(t, e, n1, dropTaint(planner.TaintOutOfService))
+		adminStateBackInService(t, e, n1)
 		e.WaitFor("all None after restart", adminStateIs(e, machines), 30*time.Second)
 	})
 
@@ -302,7 +318,7 @@ func TestAdminState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		adminStateSetTaints(t, e, n0, addTaint(adminStateOOS))
+		adminStateShutDown(t, e, n0)
 		e.WaitFor(n0+" Down despite failures", adminStateIs(e, machines, n0), time.Minute)
 		e.WaitFor("AdminStateFailed event", adminStateNodeEvent(e, n0, "AdminStateFailed"), 30*time.Second)
 		faults, err := e.Azsim.Faults(ctx)
@@ -453,8 +469,8 @@ func TestAdminStateNICPools(t *testing.T) {
 	e.WaitFor("service ingress", e.ServiceIngress("default", "web"), 2*time.Minute)
 	e.WaitFor("every node a member, none Down", adminStateNICIs(e, machines), 2*time.Minute)
 	n0 := machines[0].NodeName
-	adminStateSetTaints(t, e, n0, addTaint(adminStateOOS))
+	adminStateShutDown(t, e, n0)
 	e.WaitFor(n0+" Down", adminStateNICIs(e, machines, n0), 30*time.Second)
-	adminStateSetTaints(t, e, n0, dropTaint(planner.TaintOutOfService))
+	adminStateBackInService(t, e, n0)
 	e.WaitFor(n0+" None", adminStateNICIs(e, machines), 30*time.Second)
 }

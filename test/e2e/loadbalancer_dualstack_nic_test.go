@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
@@ -30,12 +29,12 @@ func TestLoadBalancerDualStackNICPools(t *testing.T) {
 
 	n0 := l.Machines[0].NodeName
 	before := l.stats().Writes("backendAddressPools")
-	adminStateSetTaints(t, l.Env, n0, addTaint(adminStateOOS))
+	adminStateShutDown(t, l.Env, n0)
 	l.waitFor(n0+" Down in both NIC pools", l.dsNICStateIs(n0), lbWait)
 	if got := l.stats().Writes("backendAddressPools") - before; got != 2 {
 		t.Errorf("%d pool writes for one tainted node, want one per pool (2)", got)
 	}
-	adminStateSetTaints(t, l.Env, n0, dropTaint(planner.TaintOutOfService))
+	adminStateBackInService(t, l.Env, n0)
 	l.waitFor(n0+" restored in both NIC pools", l.dsNICStateIs(), lbWait)
 
 	l.deleteAndWaitGone(l.get("ds-nic"))

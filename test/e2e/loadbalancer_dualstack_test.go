@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
@@ -419,7 +418,7 @@ func dsTestAdminState(l *lbEnv) {
 
 	n0 := l.Machines[0].NodeName
 	before := l.stats().Writes("backendAddressPools")
-	adminStateSetTaints(t, l.Env, n0, addTaint(adminStateOOS))
+	adminStateShutDown(t, l.Env, n0)
 	l.waitFor(n0+" Down in the IPv4 and IPv6 pools", l.dsAdminStateIs(n0), lbWait)
 	if got := l.stats().Writes("backendAddressPools") - before; got != 4 {
 		t.Errorf("%d pool writes for one tainted node, want one per pool (4: IPv4 and IPv6 on two load balancers)", got)
@@ -440,7 +439,7 @@ func dsTestAdminState(l *lbEnv) {
 		t.Errorf("after a service update while draining: %v", err)
 	}
 
-	adminStateSetTaints(t, l.Env, n0, dropTaint(planner.TaintOutOfService))
+	adminStateBackInService(t, l.Env, n0)
 	l.waitFor(n0+" restored in every pool", l.dsAdminStateIs(), lbWait)
 	l.deleteAndWaitGone(l.get(pub.Name))
 	l.deleteAndWaitGone(internal)

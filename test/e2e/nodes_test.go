@@ -133,37 +133,14 @@ func nodesMakeNotReady(t *testing.T, e *framework.Env, name string) {
 	}, 30*time.Second)
 }
 
-// nodesSetNotReady makes sure kwok no longer manages the node and its Ready condition is False.
-// Waits call it again on every poll: a kwok heartbeat already in flight when the annotation was
-// removed can set Ready=True once more (on a loaded machine), and the lifecycle
-// controller leaves Ready nodes alone.
+// nodesSetNotReady: framework.NodeNotReady as a function of the env.
 func nodesSetNotReady(ctx context.Context, e *framework.Env, name string) (bool, error) {
-	n, err := nodesGet(ctx, e, name)
-	if err != nil {
-		return false, err
-	}
-	if _, managed := n.Annotations[framework.KwokNodeAnnotation]; managed {
-		delete(n.Annotations, framework.KwokNodeAnnotation)
-		if n, err = e.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return false, err
-		}
-	}
-	now := metav1.Now()
-	found := false
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			if n.Status.Conditions[i].Status == corev1.ConditionFalse {
-				return true, nil
-			}
-			n.Status.Conditions[i].Status, n.Status.Conditions[i].LastHeartbeatTime, n.Status.Conditions[i].LastTransitionTime = corev1.ConditionFalse, now, now
-			found = true
-		}
-	}
-	if !found {
-		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now})
-	}
-	_, err = e.Kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-	return err == nil, err
+	return framework.NodeNotReady(e.Kube, name)(ctx)
+}
+
+// nodesSetReady: framework.NodeReady as a function of the env.
+func nodesSetReady(ctx context.Context, e *framework.Env, name string) (bool, error) {
+	return framework.NodeReady(e.Kube, name)(ctx)
 }
 
 // nodesRouteTable returns the route names in azsim's route table.
@@ -342,20 +319,11 @@ func TestNodes(t *testing.T) {
 		if err := e.Azure.Server.VMAction(context.Background(), control.VMAction{ID: m.ResourceID, Action: "start"}); err != nil {
 			t.Fatal(err)
 		}
-		e.WaitFor("node "+m.NodeName+" Ready and without the out-of-service taint", func(ctx context.Context) (bool, error) {
+		e.WaitFor("node "+m.NodeName+" Ready", func(ctx context.Context) (bool, error) { return nodesSetReady(ctx, e, m.NodeName) }, time.Minute)
+		e.WaitFor("node "+m.NodeName+" without the out-of-service taint", func(ctx context.Context) (bool, error) {
 			n, err := nodesGet(ctx, e, m.NodeName)
 			if err != nil {
 				return false, err
-			}
-			if n.Annotations[framework.KwokNodeAnnotation] == "" {
-				if n.Annotations == nil {
-					n.Annotations = map[string]string{}
-				}
-				n.Annotations[framework.KwokNodeAnnotation] = "fake"
-				if _, err := e.Kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-					return false, err
-				}
-				return false, fmt.Errorf("handed back to kwok")
 			}
 			if nodesHasTaint(n, corev1.TaintNodeOutOfService) {
 				return false, fmt.Errorf("taints %v, conditions %v", n.Spec.Taints, n.Status.Conditions)
