@@ -213,7 +213,7 @@ func TestNodes(t *testing.T) {
 	})
 
 	// 2. The CCM with the node, node lifecycle and route controllers.
-	e.StartCCM("--controllers=cloud-node,cloud-node-lifecycle,route", "--configure-cloud-routes=true",
+	e.StartCCM("--controllers=cloud-node,cloud-node-lifecycle,route,node-out-of-service", "--configure-cloud-routes=true",
 		"--cluster-cidr=10.244.0.0/16", "--route-reconciliation-period=2s", "--node-monitor-period=2s")
 
 	podCIDR := map[string]string{}

@@ -94,6 +94,11 @@ func createClusterArgs(o ClusterOptions) []string {
 		"--wait=" + wait.String(),
 	}
 	args = append(args, "--extra-args=kube-controller-manager=cloud-provider=external")
+	// kwokctl's binary runtime has kwok play the kubelet of every node. Only the nodes carrying
+	// its annotation (NewNode sets it): a test takes a node away from kwok by removing it, so
+	// that a NotReady it sets stays (kwok would report any node it plays Ready again).
+	args = append(args, "--extra-args=kwok-controller=manage-all-nodes=false",
+		"--extra-args=kwok-controller=manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake")
 	for _, a := range o.ExtraArgs {
 		args = append(args, "--extra-args="+a)
 	}

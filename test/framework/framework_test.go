@@ -33,6 +33,8 @@ func TestCreateClusterArgs(t *testing.T) {
 		"--wait=1m0s",
 		"--extra-args=kube-controller-manager=cloud-provider=external",
 		"--extra-args=kube-apiserver=v=4",
+		"--extra-args=kwok-controller=manage-all-nodes=false",
+		"--extra-args=kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args lack %q: %v", want, args)
