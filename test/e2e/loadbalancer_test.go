@@ -22,6 +22,7 @@ func TestLoadBalancerPublic(t *testing.T) {
 	t.Run("lifecycle", func(t *testing.T) { lbTestLifecycle(l.with(t)) })
 	t.Run("rule and probe options", func(t *testing.T) { lbTestRuleOptions(l.with(t)) })
 	t.Run("nsg sources", func(t *testing.T) { lbTestNSGSources(l.with(t)) })
+	t.Run("the existing provider's metric families", func(t *testing.T) { lbTestCompatMetrics(l.with(t)) })
 	t.Run("load balancer deleted when empty", func(t *testing.T) {
 		l := l.with(t)
 		l.waitFor("public LB deleted", func(ctx context.Context) (bool, error) {
