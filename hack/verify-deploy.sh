@@ -87,6 +87,7 @@ main() {
   # Non-default branches must lint and validate too.
   local alt=(--set ccm.replicas=1,ccm.antiAffinity=preferred,ccm.configureCloudRoutes=true,ccm.clusterCIDR=10.244.0.0/16
     --set ccm.allocateNodeCIDRs=true,nodeManager.useInstanceMetadata=false,nodeManager.waitRoutes=true
+    --set nodeManager.cloudConfigSecretName=azure-cloud-node-manager
     --set nodeManager.windows.enabled=false,cloudConfig.create=false,cloudConfig.dynamicReloading=true,ccm.extraArgs[0]=--kube-api-qps=50
     --set ccm.env[0].name=HTTPS_PROXY,ccm.env[0].value=http://proxy:3128,ccm.podAnnotations.a=b
     --set diskProvisioner.enabled=true,diskProvisioner.additionalProvisionerNames[0]=kubernetes.io/azure-disk)
@@ -95,7 +96,8 @@ main() {
   helm lint --strict --namespace kube-system --kube-version "${KUBERNETES_VERSION}" "${CHART}" "${alt[@]}"
   # Mistakes in values fail at render time: template checks and values.schema.json.
   local bad
-  for bad in ccm.configureCloudRoutes=true ccm.allocateNodeCIDRs=true ccm.antiAffinty=required ccm.replicas=0 ccm.loggingFormat=xml; do
+  for bad in ccm.configureCloudRoutes=true ccm.allocateNodeCIDRs=true ccm.antiAffinty=required ccm.replicas=0 ccm.loggingFormat=xml \
+    nodeManager.useInstanceMetadata=false; do
     if helm template "${RELEASE[@]}" --set "${bad}" >/dev/null 2>&1; then
       log "FAIL: the chart rendered with --set ${bad}"
       return 1

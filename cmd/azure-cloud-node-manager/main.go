@@ -162,7 +162,9 @@ func newSource(ctx context.Context, o *options) (nodemanager.Source, error) {
 	if _, err := arm.ChooseAuthMethod(cfg); err != nil {
 		return nil, fmt.Errorf("--cloud-config %s: %w", o.cloudConfig, err)
 	}
-	clients, err := arm.New(ctx, cfg, arm.Options{})
+	// Its own User-Agent, so that Azure's activity log and the role checks tell its reads from
+	// the CCM's.
+	clients, err := arm.New(ctx, cfg, arm.Options{ApplicationID: userAgent})
 	if err != nil {
 		return nil, fmt.Errorf("ARM clients: %w", err)
 	}

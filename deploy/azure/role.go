@@ -28,10 +28,12 @@ type Role struct {
 }
 
 // ProgramRoles maps the programs that call ARM, named by the first word of their User-Agent, to
-// their role file. The node manager reads only the instance metadata service and has no role.
+// their role file. The node manager calls ARM only in ARM mode (--use-instance-metadata=false);
+// by default it reads the instance metadata service and needs no role.
 var ProgramRoles = map[string]string{
-	"azure-ccm":              "azure-ccm-role.json",
-	"azure-disk-provisioner": "azure-disk-provisioner-role.json",
+	"azure-ccm":                "azure-ccm-role.json",
+	"azure-disk-provisioner":   "azure-disk-provisioner-role.json",
+	"azure-cloud-node-manager": "azure-cloud-node-manager-role.json",
 }
 
 // Unexercised are role actions a program's code needs that no e2e scenario reaches, each with
@@ -41,6 +43,12 @@ var Unexercised = map[string]map[string]string{
 	"azure-ccm": {
 		"microsoft.compute/virtualmachinescalesets/publicipaddresses/read": "instance-level public IPs of Uniform scale set nodes " +
 			"(their ExternalIP addresses, internal/nodes): no e2e topology gives an instance a public IP",
+	},
+	"azure-cloud-node-manager": {
+		"microsoft.compute/virtualmachinescalesets/publicipaddresses/read": "instance-level public IPs of Uniform scale set nodes " +
+			"(their ExternalIP addresses, internal/nodes): no e2e topology gives an instance a public IP",
+		"microsoft.network/publicipaddresses/read": "public IPs on the NIC of a VM or Flexible instance (its ExternalIP address, " +
+			"internal/nodes): no e2e topology gives a node's NIC a public IP",
 	},
 }
 
