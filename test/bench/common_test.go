@@ -227,10 +227,3 @@ func markShutDown(e *framework.Env, ms []framework.Machine) {
 		e.WaitFor("node "+m.NodeName+" NotReady", framework.NodeNotReady(e.Kube, m.NodeName), time.Minute)
 	}
 }
-
-// markRunning makes the machines' nodes Ready again (kwok plays their kubelets).
-func markRunning(e *framework.Env, ms []framework.Machine) {
-	for _, m := range ms {
-		e.WaitFor("node "+m.NodeName+" Ready", framework.NodeReady(e.Kube, m.NodeName), time.Minute)
-	}
-}
