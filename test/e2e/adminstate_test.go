@@ -92,7 +92,7 @@ func adminStateSetTaints(t *testing.T, e *framework.Env, name string, edit func(
 // last: the node-out-of-service controller removes it there, as the existing provider does.
 func adminStateShutDown(t *testing.T, e *framework.Env, name string) {
 	t.Helper()
-	e.WaitFor("node "+name+" NotReady", func(ctx context.Context) (bool, error) { return nodesSetNotReady(ctx, e, name) }, 30*time.Second)
+	e.WaitFor("node "+name+" NotReady", framework.NodeNotReady(e.Kube, name), 30*time.Second)
 	adminStateSetTaints(t, e, name, addTaint(adminStateOOS))
 }
 
@@ -100,7 +100,7 @@ func adminStateShutDown(t *testing.T, e *framework.Env, name string) {
 func adminStateBackInService(t *testing.T, e *framework.Env, name string) {
 	t.Helper()
 	adminStateSetTaints(t, e, name, dropTaint(planner.TaintOutOfService))
-	e.WaitFor("node "+name+" Ready", func(ctx context.Context) (bool, error) { return nodesSetReady(ctx, e, name) }, time.Minute)
+	e.WaitFor("node "+name+" Ready", framework.NodeReady(e.Kube, name), time.Minute)
 }
 
 var adminStateOOS = corev1.Taint{Key: planner.TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}

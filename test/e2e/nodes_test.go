@@ -138,11 +138,6 @@ func nodesSetNotReady(ctx context.Context, e *framework.Env, name string) (bool,
 	return framework.NodeNotReady(e.Kube, name)(ctx)
 }
 
-// nodesSetReady: framework.NodeReady as a function of the env.
-func nodesSetReady(ctx context.Context, e *framework.Env, name string) (bool, error) {
-	return framework.NodeReady(e.Kube, name)(ctx)
-}
-
 // nodesRouteTable returns the route names in azsim's route table.
 func nodesRouteTable(ctx context.Context, e *framework.Env) ([]string, error) {
 	a := e.Azure
@@ -314,12 +309,12 @@ func TestNodes(t *testing.T) {
 				return true, nil
 			}, 90*time.Second)
 		}
-		// The VM starts and kwok plays its kubelet again: the node reports Ready.
+		// The VM starts and its kubelet reports the node Ready again.
 		m := avset[0]
 		if err := e.Azure.Server.VMAction(context.Background(), control.VMAction{ID: m.ResourceID, Action: "start"}); err != nil {
 			t.Fatal(err)
 		}
-		e.WaitFor("node "+m.NodeName+" Ready", func(ctx context.Context) (bool, error) { return nodesSetReady(ctx, e, m.NodeName) }, time.Minute)
+		e.WaitFor("node "+m.NodeName+" Ready", framework.NodeReady(e.Kube, m.NodeName), time.Minute)
 		e.WaitFor("node "+m.NodeName+" without the out-of-service taint", func(ctx context.Context) (bool, error) {
 			n, err := nodesGet(ctx, e, m.NodeName)
 			if err != nil {

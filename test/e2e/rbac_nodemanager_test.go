@@ -79,7 +79,7 @@ func TestNodeManagerWritesOnlyItsOwnNode(t *testing.T) {
 			},
 			"set an empty providerID": func(n *corev1.Node) { n.Spec.ProviderID = a.ProviderID },
 			"remove the uninitialized taint": func(n *corev1.Node) {
-				n.Spec.Taints = nodeManagerWithoutTaint(n.Spec.Taints, framework.UninitializedTaintKey)
+				n.Spec.Taints = dropTaint(framework.UninitializedTaintKey)(n.Spec.Taints)
 			},
 		} {
 			if err := nodeManagerDryRun(ctx, kube, a.NodeName, false, edit); err != nil {
@@ -264,14 +264,4 @@ func nodeManagerDryRun(ctx context.Context, kube kubernetes.Interface, node stri
 		}
 		return err
 	})
-}
-
-func nodeManagerWithoutTaint(ts []corev1.Taint, key string) []corev1.Taint {
-	var out []corev1.Taint
-	for _, t := range ts {
-		if t.Key != key {
-			out = append(out, t)
-		}
-	}
-	return out
 }
