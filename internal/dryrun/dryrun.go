@@ -53,6 +53,20 @@ type Write struct {
 	// Changes are the differences from the resource as it was before the write (nil for a
 	// deletion).
 	Changes []changes.Change
+	// Removes are what a deletion takes with it (nil for other writes).
+	Removes []Dependent
+}
+
+// Dependent is something a deletion takes with its resource that someone else relies on: a
+// private link service's private endpoint connections go with it, and their consumers' private
+// endpoints are cut off. A plan names each, so the operator sees it before it happens.
+type Dependent struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Target is what it connects: a private endpoint's ID.
+	Target string `json:"target,omitempty"`
+	// State is its state as Azure reports it, e.g. Approved or Pending.
+	State string `json:"state,omitempty"`
 }
 
 // Name is the resource's name (the last segment of its ID).
@@ -189,6 +203,13 @@ func (r *Recorder) record(typ, id string, op Op, child string, before, after any
 	return nil
 }
 
+// setRemoves attaches what the last recorded write, a deletion, takes with it.
+func (r *Recorder) setRemoves(ds []Dependent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes[len(r.writes)-1].Removes = ds
+}
+
 // EventRecorder returns a record.EventRecorder that keeps events in the recorder instead of
 // sending them (Events).
 func (r *Recorder) EventRecorder() *EventRecorder { return &EventRecorder{r: r} }
@@ -250,6 +271,8 @@ type store[T any] struct {
 	rec     *Recorder
 	// fill sets what Azure would set on a written model (IDs, addresses).
 	fill func(r *Recorder, id string, obj *T)
+	// dependents lists what a deletion of the model takes with it (nil: nothing).
+	dependents func(obj *T) []Dependent
 }
 
 func (s *store[T]) current(ctx context.Context) (*T, error) {
@@ -301,5 +324,11 @@ func (s *store[T]) Delete(ctx context.Context, _ string) error {
 	if err != nil || before == nil {
 		return err
 	}
-	return s.rec.record(s.typ, s.id, Delete, "", before, nil, nil)
+	if err := s.rec.record(s.typ, s.id, Delete, "", before, nil, nil); err != nil {
+		return err
+	}
+	if s.dependents != nil {
+		s.rec.setRemoves(s.dependents(before))
+	}
+	return nil
 }

@@ -285,3 +285,40 @@ func TestEventRecorder(t *testing.T) {
 		t.Errorf("events = %+v, want %+v", got, want)
 	}
 }
+
+// A private link service's deletion names the private endpoint connections it takes with it.
+func TestDryRunPrivateLinkDeletionNamesConnections(t *testing.T) {
+	const plsID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/privateLinkServices/pls-a1"
+	const peID = "/subscriptions/c/resourceGroups/consumer/providers/Microsoft.Network/privateEndpoints/pe-1"
+	conn := func(name, pe, status string) *armnetwork.PrivateEndpointConnection {
+		c := &armnetwork.PrivateEndpointConnection{Name: to.Ptr(name), Properties: &armnetwork.PrivateEndpointConnectionProperties{
+			PrivateLinkServiceConnectionState: &armnetwork.PrivateLinkServiceConnectionState{Status: to.Ptr(status)}}}
+		if pe != "" {
+			c.Properties.PrivateEndpoint = &armnetwork.PrivateEndpoint{ID: to.Ptr(pe)}
+		}
+		return c
+	}
+	plsAz := &azure[armnetwork.PrivateLinkService]{t: t, obj: &armnetwork.PrivateLinkService{ID: to.Ptr(plsID), Name: to.Ptr("pls-a1"),
+		Properties: &armnetwork.PrivateLinkServiceProperties{PrivateEndpointConnections: []*armnetwork.PrivateEndpointConnection{
+			conn("pe-1.conn", peID, "Approved"), conn("pe-2.conn", "", "Pending"), nil}}}}
+	live := &writers.Set{PrivateLinkServices: writer.NewRegistry(func(string) writer.Store[armnetwork.PrivateLinkService] { return plsAz },
+		writer.Options[armnetwork.PrivateLinkService]{})}
+	rec := NewRecorder()
+	set := NewSet(live, rec)
+	if _, err := set.PrivateLinkServices.For(plsID).Submit(ctx(t), func(*armnetwork.PrivateLinkService) (*armnetwork.PrivateLinkService, error) {
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ws := rec.Writes()
+	if len(ws) != 1 || ws[0].Op != Delete {
+		t.Fatalf("writes %+v, want one deletion", ws)
+	}
+	want := []Dependent{
+		{Kind: "private endpoint connection", Name: "pe-1.conn", Target: peID, State: "Approved"},
+		{Kind: "private endpoint connection", Name: "pe-2.conn", State: "Pending"},
+	}
+	if got := ws[0].Removes; len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("Removes = %+v, want %+v", got, want)
+	}
+}

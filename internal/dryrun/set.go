@@ -57,7 +57,8 @@ func NewSet(live *writers.Set, r *Recorder) *writers.Set {
 		}, writer.Options[armcompute.VirtualMachineScaleSet]{}),
 		PrivateLinkServices: writer.NewRegistry(func(id string) writer.Store[armnetwork.PrivateLinkService] {
 			return &store[armnetwork.PrivateLinkService]{typ: TypePrivateLink, id: id, real: live.PrivateLinkServices.For(id), rec: r,
-				fill: func(_ *Recorder, id string, p *armnetwork.PrivateLinkService) { setID(&p.ID, &p.Name, id) }}
+				fill:       func(_ *Recorder, id string, p *armnetwork.PrivateLinkService) { setID(&p.ID, &p.Name, id) },
+				dependents: privateEndpointConnections}
 		}, writer.Options[armnetwork.PrivateLinkService]{}),
 		Subnets: writer.NewRegistry(func(id string) writer.Store[armnetwork.Subnet] {
 			return &store[armnetwork.Subnet]{typ: TypeSubnet, id: id, real: live.Subnets.For(id), rec: r}
@@ -87,6 +88,31 @@ func (s *lbStore) PutChild(ctx context.Context, work *armnetwork.LoadBalancer, p
 		return nil, err
 	}
 	return work, nil
+}
+
+// privateEndpointConnections are the connections a private link service's deletion removes,
+// each with its consumer's private endpoint and state.
+func privateEndpointConnections(p *armnetwork.PrivateLinkService) []Dependent {
+	if p.Properties == nil {
+		return nil
+	}
+	var out []Dependent
+	for _, c := range p.Properties.PrivateEndpointConnections {
+		if c == nil {
+			continue
+		}
+		d := Dependent{Kind: "private endpoint connection", Name: deref(c.Name)}
+		if c.Properties != nil {
+			if pe := c.Properties.PrivateEndpoint; pe != nil {
+				d.Target = deref(pe.ID)
+			}
+			if st := c.Properties.PrivateLinkServiceConnectionState; st != nil {
+				d.State = deref(st.Status)
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func setID(id, name **string, resourceID string) {

@@ -55,11 +55,15 @@ func (p *Plan) Text(w io.Writer) error {
 		b.WriteString("    (the service writes below are planned against the state before the migration)\n")
 	}
 	counts := map[string]int{}
+	removed := map[string]int{}
 	for _, res := range p.Resources {
 		counts[res.Action]++
 		fmt.Fprintf(&b, "\n%s %s %s %s\n", actionMark[res.Action], res.Action, res.Type, res.Name)
 		fmt.Fprintf(&b, "    id: %s\n", res.ID)
 		for _, wr := range res.Writes {
+			for _, d := range wr.Removes {
+				removed[d.Kind]++
+			}
 			for _, line := range writeLines(wr) {
 				b.WriteString("    " + r.Replace(line) + "\n")
 			}
@@ -81,6 +85,14 @@ func (p *Plan) Text(w io.Writer) error {
 	fmt.Fprintf(&b, "\nPlan: %d to create, %d to update, %d to delete", counts["create"], counts["update"], counts["delete"])
 	if n := counts["create, then delete"]; n > 0 {
 		fmt.Fprintf(&b, ", %d created and deleted", n)
+	}
+	kinds := make([]string, 0, len(removed))
+	for k := range removed {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "; %d %s removed with them", removed[k], plural(removed[k], k))
 	}
 	if p.Migration != nil {
 		fmt.Fprintf(&b, "; a migration of %d steps", len(p.Migration.Steps))
@@ -104,7 +116,11 @@ func writeLines(wr Write) []string {
 	}
 	switch {
 	case wr.Op == dryrun.Delete:
-		return []string{who + ": deleted"}
+		out := []string{who + ": deleted"}
+		for _, d := range wr.Removes {
+			out = append(out, "    removes "+dependentLine(d))
+		}
+		return out
 	case len(wr.Changes) == 0:
 		return []string{who + ": written (no field-level difference: read-only fields only)"}
 	}
@@ -117,6 +133,23 @@ func writeLines(wr Write) []string {
 		out = append(out, who+": "+changes.Describe(c))
 	}
 	return out
+}
+
+// dependentLine names what a deletion takes with it: "private endpoint connection pe-1.a
+// (private endpoint /subscriptions/…/privateEndpoints/pe-1, Approved)".
+func dependentLine(d dryrun.Dependent) string {
+	var about []string
+	if d.Target != "" {
+		about = append(about, "private endpoint "+d.Target)
+	}
+	if d.State != "" {
+		about = append(about, d.State)
+	}
+	line := d.Kind + " " + d.Name
+	if len(about) > 0 {
+		line += " (" + strings.Join(about, ", ") + ")"
+	}
+	return line
 }
 
 // fieldList is a creation's own fields, bounded.

@@ -107,6 +107,9 @@ type Write struct {
 	Child   string           `json:"child,omitempty"`
 	Actor   string           `json:"actor"`
 	Changes []changes.Change `json:"changes,omitempty"`
+	// Removes are what a deletion takes with it: a private link service's private endpoint
+	// connections, each with its consumer's private endpoint and state.
+	Removes []dryrun.Dependent `json:"removes,omitempty"`
 }
 
 // Problem is something the plan could not account for, or a planner's warning.
@@ -478,7 +481,7 @@ func group(ws []dryrun.Write) []Resource {
 			idx[k] = i
 			out = append(out, Resource{Type: w.ResourceType, ID: w.ID, Name: w.Name()})
 		}
-		out[i].Writes = append(out[i].Writes, Write{Op: w.Op, Child: w.Child, Actor: w.Actor, Changes: w.Changes})
+		out[i].Writes = append(out[i].Writes, Write{Op: w.Op, Child: w.Child, Actor: w.Actor, Changes: w.Changes, Removes: w.Removes})
 	}
 	for i := range out {
 		ws := out[i].Writes

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -16,18 +17,26 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
-
+	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
+	"github.com/azure-ccm/azure-ccm/test/framework"
 	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
 
 const excludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
 
-// TestLoadBalancerBehaviour: node exclusion, foreign loadBalancerClass, invalid annotations and a
-// burst of services, with nodeIP pools.
+// unmanagedLabel is the label the node filter of TestLoadBalancerBehaviour's CCM excludes.
+const unmanagedLabel = "azure-ccm.test/unmanaged"
+
+// TestLoadBalancerBehaviour: node exclusion, the node filter, foreign loadBalancerClass, invalid
+// annotations and a burst of services, with nodeIP pools. The CCM runs with a node filter that
+// every node matches until the filter's subtest labels one.
 func TestLoadBalancerBehaviour(t *testing.T) {
-	l := lbStart(t, lbOptions{CloudConfig: lbNodeIPConfig})
+	l := lbStart(t, lbOptions{CloudConfig: lbNodeIPConfig, CCMArgs: []string{"--node-filter-requirements=!" + unmanagedLabel},
+		BeforeCCM: leftoverSecret})
 	t.Run("node exclusion label", func(t *testing.T) { lbTestExclusion(l.with(t)) })
+	t.Run("a leftover Secret does not override the file", func(t *testing.T) { lbTestLeftoverSecret(l.with(t)) })
+	t.Run("node filter", func(t *testing.T) { lbTestNodeFilter(l.with(t)) })
 	t.Run("foreign loadBalancerClass", func(t *testing.T) { lbTestForeignClass(l.with(t)) })
 	t.Run("invalid annotation", func(t *testing.T) { lbTestInvalid(l.with(t)) })
 	t.Run("burst of services", func(t *testing.T) { lbTestBurst(l.with(t)) })
@@ -92,7 +101,8 @@ func (l *lbEnv) waitPool(lbName string, want []string) {
 	}, lbWait)
 }
 
-func (l *lbEnv) labelNode(name string, set bool) {
+// labelNode sets key=true on the node, or removes key.
+func (l *lbEnv) labelNode(name, key string, set bool) {
 	l.t.Helper()
 	err := l.Eventually(func(ctx context.Context) (bool, error) {
 		n, err := nodesGet(ctx, l.Env, name)
@@ -100,9 +110,9 @@ func (l *lbEnv) labelNode(name string, set bool) {
 			return false, err
 		}
 		if set {
-			n.Labels[excludeLabel] = "true"
+			n.Labels[key] = "true"
 		} else {
-			delete(n.Labels, excludeLabel)
+			delete(n.Labels, key)
 		}
 		_, err = l.Kube.CoreV1().Nodes().Update(ctx, n, updateOpts)
 		return err == nil, err
@@ -118,9 +128,65 @@ func lbTestExclusion(l *lbEnv) {
 	s = l.waitIP(s.Name)
 	l.waitPool(lbCluster, l.nodeNames())
 	node := l.Machines[0].NodeName
-	l.labelNode(node, true)
+	l.labelNode(node, excludeLabel, true)
 	l.waitPool(lbCluster, l.nodeNames(node))
-	l.labelNode(node, false)
+	l.labelNode(node, excludeLabel, false)
+	l.waitPool(lbCluster, l.nodeNames())
+	l.deleteAndWaitGone(s)
+}
+
+// leftoverSecret creates kube-system/azure-cloud-provider as an old install leaves it: a whole
+// azure.json with a tag the file does not have. The CCM runs with --cloud-config and the file
+// sets no cloudConfigType, so, as with the existing provider, the Secret must not be read into
+// the configuration.
+func leftoverSecret(e *framework.Env) {
+	doc := e.Azure.CloudConfig()
+	doc["tags"] = "leftover=secret"
+	b, err := json.Marshal(doc)
+	if err != nil {
+		e.T.Fatalf("leftover Secret: %v", err)
+	}
+	if _, err := e.Kube.CoreV1().Secrets(cloudconfig.DefaultSecretNamespace).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cloudconfig.DefaultSecretNamespace, Name: cloudconfig.DefaultSecretName},
+		Data:       map[string][]byte{cloudconfig.SecretKey: b},
+	}, metav1.CreateOptions{}); err != nil {
+		e.T.Fatalf("leftover Secret: %v", err)
+	}
+}
+
+// lbTestLeftoverSecret: with the leftover Secret of leftoverSecret in place, what the CCM writes
+// carries none of its tags (a Secret that is read tags the load balancer and public IPs: see
+// TestCloudConfigSecretReload).
+func lbTestLeftoverSecret(l *lbEnv) {
+	s := l.create(lbService("leftover-secret", nil))
+	s = l.waitIP(s.Name)
+	st := l.mustState()
+	lb := st.LBs[lbCluster]
+	if lb == nil {
+		l.t.Fatalf("no load balancer %s", lbCluster)
+	}
+	if v, ok := lb.Tags["leftover"]; ok {
+		l.t.Errorf("load balancer %s has the leftover Secret's tag leftover=%s", lbCluster, deref(v))
+	}
+	for name, pip := range st.PIPs {
+		if v, ok := pip.Tags["leftover"]; ok {
+			l.t.Errorf("public IP %s has the leftover Secret's tag leftover=%s", name, deref(v))
+		}
+	}
+	l.deleteAndWaitGone(s)
+}
+
+// lbTestNodeFilter: --node-filter-requirements=!azure-ccm.test/unmanaged. A node that stops
+// matching is no longer the CCM's: it leaves the backend pool as a deleted node would; matching
+// again brings it back.
+func lbTestNodeFilter(l *lbEnv) {
+	s := l.create(lbService("node-filter", nil))
+	s = l.waitIP(s.Name)
+	l.waitPool(lbCluster, l.nodeNames())
+	node := l.Machines[1].NodeName
+	l.labelNode(node, unmanagedLabel, true)
+	l.waitPool(lbCluster, l.nodeNames(node))
+	l.labelNode(node, unmanagedLabel, false)
 	l.waitPool(lbCluster, l.nodeNames())
 	l.deleteAndWaitGone(s)
 }

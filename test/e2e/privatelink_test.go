@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -311,8 +312,14 @@ func TestPrivateLinkService(t *testing.T) {
 		}
 	})
 
-	t.Run("annotation removed: PLS deleted with its connections, frontend kept", func(t *testing.T) {
+	t.Run("annotation removed: the plan names the connections, then PLS deleted with them, frontend kept", func(t *testing.T) {
 		l := l.with(t)
+		// As at a take-over of a PLS the existing provider kept after its annotation went: the
+		// annotation is removed while no CCM runs, and the plan must say which consumers the
+		// deletion cuts off before the CCM starts.
+		if err := l.StopCCM(); err != nil {
+			t.Fatal(err)
+		}
 		l.update(svc.Name, func(s *corev1.Service) {
 			for k := range s.Annotations {
 				if strings.HasPrefix(k, annotations.Prefix+"azure-pls-") {
@@ -320,6 +327,44 @@ func TestPrivateLinkService(t *testing.T) {
 				}
 			}
 		})
+		peID := func(sub, pe string) string {
+			return "/subscriptions/" + sub + "/resourceGroups/consumer/providers/Microsoft.Network/privateEndpoints/" + pe
+		}
+		wantPEs := map[string]string{peID(plsConsumer, "pe-auto"): "Approved", peID(plsVisibleOnly, "pe-manual"): "Approved"}
+		r := l.plan("json")
+		var removes []string
+		for _, res := range r.plan.Resources {
+			if res.Name != name {
+				continue
+			}
+			if res.Action != "delete" {
+				t.Errorf("plan: PLS %s action %q, want delete", name, res.Action)
+			}
+			for _, w := range res.Writes {
+				for _, d := range w.Removes {
+					removes = append(removes, d.Kind+" "+d.Target+" "+d.State)
+				}
+			}
+		}
+		sort.Strings(removes)
+		var want []string
+		for pe, st := range wantPEs {
+			want = append(want, "private endpoint connection "+pe+" "+st)
+		}
+		sort.Strings(want)
+		if strings.Join(removes, "\n") != strings.Join(want, "\n") {
+			t.Errorf("plan: the PLS deletion removes\n%s\nwant\n%s", strings.Join(removes, "\n"), strings.Join(want, "\n"))
+		}
+		text := l.plan("text").out
+		for pe, st := range wantPEs {
+			if !strings.Contains(text, "(private endpoint "+pe+", "+st+")") {
+				t.Errorf("plan text does not name %s (%s):\n%s", pe, st, text)
+			}
+		}
+		if !strings.Contains(text, "2 private endpoint connections removed with them") {
+			t.Errorf("plan summary does not count the connections:\n%s", text)
+		}
+		l.StartCCM()
 		l.waitPLSGone("PLS deleted", name)
 		l.serviceEvent(svc.Name, "PrivateLinkServiceDeleted", "pe-auto")
 		if v := view(l.mustState().LBs[lbCluster+"-internal"], fe); len(v.Frontends) != 1 {
