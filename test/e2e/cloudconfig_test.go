@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
+	"github.com/azure-ccm/azure-ccm/internal/provider"
 	"github.com/azure-ccm/azure-ccm/test/framework"
 	"github.com/azure-ccm/azure-ccm/test/framework/azurenames"
 )
@@ -22,7 +23,9 @@ import (
 // kube-system/azure-cloud-provider and --enable-dynamic-reloading, under leader election.
 // Editing the Secret (a load balancer setting and a tag) reaches Azure without a restart of the
 // process and without a leadership change; an invalid edit is refused with an event on the
-// Secret naming the key, and the running configuration stays.
+// Secret naming the key, and the running configuration stays. The Secret also configures a
+// client certificate beside the client secret: the CCM starts with the secret and records a
+// LoginMethodsIgnored Warning on the Secret.
 func TestCloudConfigSecretReload(t *testing.T) {
 	ctx := context.Background()
 	secretData := func(d map[string]any) map[string][]byte {
@@ -39,6 +42,10 @@ func TestCloudConfigSecretReload(t *testing.T) {
 		BeforeCCM: func(e *framework.Env) {
 			doc = e.Azure.CloudConfig()
 			doc["tags"] = "env=one"
+			// A second login method, as an old install may have left: the client secret comes
+			// first in the existing provider's order, so the CCM starts with it and says on the
+			// Secret that the certificate is ignored (the file need not exist: it is not read).
+			doc["aadClientCertPath"] = "/etc/kubernetes/old-client.pem"
 			if _, err := e.Kube.CoreV1().Secrets(cloudconfig.DefaultSecretNamespace).Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: cloudconfig.DefaultSecretNamespace, Name: cloudconfig.DefaultSecretName},
 				Data:       secretData(doc),
@@ -140,6 +147,9 @@ func TestCloudConfigSecretReload(t *testing.T) {
 			return false, fmt.Errorf("no %s event mentioning %q on the Secret (events: %v)", reason, mustContain, seen)
 		}
 	}
+
+	l.waitFor("LoginMethodsIgnored event naming the method used and the one ignored",
+		secretEvent(provider.ReasonLoginMethodsIgnored, "logging in with client-secret (aadClientSecret), ignoring client-certificate (aadClientCertPath)"), lbWait)
 
 	// A valid edit: a load balancer setting and a tag.
 	edited := time.Now()
