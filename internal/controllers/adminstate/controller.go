@@ -31,11 +31,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate/planner"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/keyqueue"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
@@ -109,7 +109,7 @@ type nodeState struct {
 // Controller applies the admin state of draining nodes.
 type Controller struct {
 	o      Options
-	queue  workqueue.TypedRateLimitingInterface[key]
+	queue  *keyqueue.Queue[key]
 	nodes  corelisters.NodeLister
 	events corelisters.EventLister // nil without an events informer
 
@@ -140,12 +140,6 @@ func New(o Options) (*Controller, error) {
 	if o.ResyncPeriod <= 0 {
 		o.ResyncPeriod = 2 * time.Minute
 	}
-	if o.RetryBase <= 0 {
-		o.RetryBase = time.Second
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 5 * time.Minute
-	}
 	if o.MaxEventAge <= 0 {
 		o.MaxEventAge = 10 * time.Minute
 	}
@@ -154,15 +148,17 @@ func New(o Options) (*Controller, error) {
 	}
 	RegisterMetrics()
 	c := &Controller{
-		o: o,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[key](o.RetryBase, o.RetryMax),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "admin-state"}),
+		o:        o,
 		nodes:    o.Nodes.Lister(),
 		states:   map[types.UID]*nodeState{},
 		byName:   map[string]types.UID{},
 		flushers: map[string]*flusher{},
 	}
+	c.queue = keyqueue.New(keyqueue.Options[key]{Name: "admin-state", RetryBase: o.RetryBase, RetryMax: o.RetryMax,
+		Sync: c.sync,
+		Failed: func(k key, err error, retries int) {
+			klog.ErrorS(err, "Admin-state sync failed; retrying with backoff", "node", k.Node, "spotEviction", k.Spot, "attempt", retries+1)
+		}})
 	if _, err := o.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.nodeChanged(nil, obj.(*v1.Node)) },
 		UpdateFunc: func(old, cur any) { c.nodeChanged(old.(*v1.Node), cur.(*v1.Node)) },
@@ -193,9 +189,7 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSync("admin-state", ctx.Done(), c.synced...) {
 		return
 	}
-	for i := 0; i < c.o.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	c.queue.Start(ctx, c.o.Workers)
 	// Heal at start (a taint removed while no CCM ran) and periodically.
 	go wait.UntilWithContext(ctx, c.resync, c.o.ResyncPeriod)
 	<-ctx.Done()
@@ -285,34 +279,16 @@ func (c *Controller) updateGaugeLocked() {
 	drainingNodes.Set(float64(d))
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	k, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(k)
-	var err error
+// sync handles one key: a spot eviction event to judge, a node's spot eviction, or a node.
+func (c *Controller) sync(ctx context.Context, k key) error {
 	switch {
 	case k.Event != "":
-		err = c.judgeEvent(k.Event)
+		return c.judgeEvent(k.Event)
 	case k.Spot:
-		err = c.syncSpot(ctx, k.Node)
+		return c.syncSpot(ctx, k.Node)
 	default:
-		err = c.syncNode(ctx, k.Node)
+		return c.syncNode(ctx, k.Node)
 	}
-	if err != nil {
-		retry := c.queue.NumRequeues(k) + 1
-		klog.ErrorS(err, "Admin-state sync failed; retrying with backoff", "node", k.Node, "spotEviction", k.Spot, "attempt", retry)
-		c.queue.AddRateLimited(k)
-		return true
-	}
-	c.queue.Forget(k)
-	return true
 }
 
 // syncNode brings every backend entry of the node to its desired state.

@@ -23,15 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/controllers/keyqueue"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam/ipam"
 )
 
@@ -62,7 +61,7 @@ type Controller struct {
 	o      Options
 	lister corelisters.NodeLister
 	synced cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *keyqueue.Queue[string]
 
 	mu    sync.Mutex
 	alloc *ipam.Allocator
@@ -82,16 +81,12 @@ func New(o Options) (*Controller, error) {
 	if o.Workers <= 0 {
 		o.Workers = 10
 	}
-	if o.RetryBase <= 0 {
-		o.RetryBase = time.Second
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 5 * time.Minute
-	}
-	c := &Controller{o: o, lister: o.Nodes.Lister(), synced: o.Nodes.Informer().HasSynced, alloc: alloc, waiting: map[string]bool{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](o.RetryBase, o.RetryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "node-ipam"})}
+	c := &Controller{o: o, lister: o.Nodes.Lister(), synced: o.Nodes.Informer().HasSynced, alloc: alloc, waiting: map[string]bool{}}
+	c.queue = keyqueue.New(keyqueue.Options[string]{Name: "node-ipam", RetryBase: o.RetryBase, RetryMax: o.RetryMax,
+		Sync: c.sync,
+		Failed: func(name string, err error, retries int) {
+			klog.ErrorS(err, "Assigning pod CIDR failed; retrying with backoff", "node", name, "retries", retries)
+		}})
 	_, err = o.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj) },
 		UpdateFunc: func(_, obj any) { c.observe(obj) },
@@ -195,9 +190,7 @@ func (c *Controller) Run(ctx context.Context) {
 		klog.ErrorS(err, "Node-ipam controller: cannot list nodes; no CIDR is assigned")
 		return
 	}
-	for i := 0; i < c.o.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	c.queue.Start(ctx, c.o.Workers)
 	<-ctx.Done()
 }
 
@@ -226,26 +219,6 @@ func (c *Controller) rebuild() error {
 	}
 	klog.InfoS("Node-ipam controller rebuilt the used pod CIDRs from the nodes", "nodes", len(nodes), "withoutCIDR", need, "pools", usage)
 	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		klog.ErrorS(err, "Assigning pod CIDR failed; retrying with backoff", "node", name, "retries", c.queue.NumRequeues(name))
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
 }
 
 // sync gives the node its CIDRs if it has none.

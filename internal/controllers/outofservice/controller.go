@@ -8,14 +8,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/cloud-provider/node/helpers"
 	"k8s.io/klog/v2"
+
+	"github.com/azure-ccm/azure-ccm/internal/controllers/keyqueue"
 )
 
 // Options configure New.
@@ -31,7 +31,7 @@ type Controller struct {
 	o      Options
 	lister corelisters.NodeLister
 	synced cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *keyqueue.Queue[string]
 }
 
 // New wires the controller to the node informer; Run starts it.
@@ -39,16 +39,12 @@ func New(o Options) (*Controller, error) {
 	if o.Kube == nil || o.Nodes == nil {
 		return nil, fmt.Errorf("outofservice: Kube and Nodes are required")
 	}
-	if o.RetryBase <= 0 {
-		o.RetryBase = time.Second
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 5 * time.Minute
-	}
-	c := &Controller{o: o, lister: o.Nodes.Lister(), synced: o.Nodes.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](o.RetryBase, o.RetryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "node-out-of-service"})}
+	c := &Controller{o: o, lister: o.Nodes.Lister(), synced: o.Nodes.Informer().HasSynced}
+	c.queue = keyqueue.New(keyqueue.Options[string]{Name: "node-out-of-service", RetryBase: o.RetryBase, RetryMax: o.RetryMax,
+		Sync: c.sync,
+		Failed: func(name string, err error, retries int) {
+			klog.ErrorS(err, "Node out-of-service taint not updated; retrying", "node", name, "retries", retries)
+		}})
 	_, err := o.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
@@ -72,26 +68,8 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
 		return
 	}
-	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for c.next(ctx) {
-		}
-	}, time.Second)
+	c.queue.Start(ctx, 1)
 	<-ctx.Done()
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		klog.ErrorS(err, "Node out-of-service taint not updated; retrying", "node", name)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
 }
 
 func (c *Controller) sync(_ context.Context, name string) error {

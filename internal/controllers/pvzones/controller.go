@@ -18,15 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/controllers/keyqueue"
 	"github.com/azure-ccm/azure-ccm/internal/disks"
 )
 
@@ -64,7 +63,7 @@ type Controller struct {
 	o      Options
 	lister corelisters.PersistentVolumeLister
 	synced cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *keyqueue.Queue[string]
 
 	// reported remembers PVs (by UID) already given the unmanaged-disk event, so resyncs do not
 	// repeat it.
@@ -80,16 +79,12 @@ func New(o Options) (*Controller, error) {
 	if o.Workers <= 0 {
 		o.Workers = 2
 	}
-	if o.RetryBase <= 0 {
-		o.RetryBase = time.Second
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = 5 * time.Minute
-	}
-	c := &Controller{o: o, lister: o.Volumes.Lister(), synced: o.Volumes.Informer().HasSynced, reported: map[types.UID]bool{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](o.RetryBase, o.RetryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pv-zone-labels"})}
+	c := &Controller{o: o, lister: o.Volumes.Lister(), synced: o.Volumes.Informer().HasSynced, reported: map[types.UID]bool{}}
+	c.queue = keyqueue.New(keyqueue.Options[string]{Name: "pv-zone-labels", RetryBase: o.RetryBase, RetryMax: o.RetryMax,
+		Sync: c.syncObserved,
+		Failed: func(name string, err error, retries int) {
+			klog.ErrorS(err, "Labelling PV failed; retrying with backoff", "pv", name, "retries", retries)
+		}})
 	_, err := o.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
@@ -130,33 +125,16 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced) {
 		return
 	}
-	for i := 0; i < c.o.Workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
+	c.queue.Start(ctx, c.o.Workers)
 	<-ctx.Done()
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
+// syncObserved is sync with its result and duration in the controller's metric.
+func (c *Controller) syncObserved(ctx context.Context, name string) error {
 	start := time.Now()
 	result, err := c.sync(ctx, name)
 	observe(result, time.Since(start))
-	if err != nil {
-		klog.ErrorS(err, "Labelling PV failed; retrying with backoff", "pv", name, "retries", c.queue.NumRequeues(name))
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	return err
 }
 
 // Result values of sync, the metric's result label.
