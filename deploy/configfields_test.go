@@ -14,6 +14,7 @@ import (
 type keyRow struct {
 	keys    []string // lower-cased
 	meaning string
+	line    string // the whole row
 }
 
 var (
@@ -41,7 +42,7 @@ func keyRows(t *testing.T, doc string) []keyRow {
 		if len(cells) < 2 {
 			continue
 		}
-		r := keyRow{meaning: strings.TrimSpace(cells[len(cells)-1])}
+		r := keyRow{meaning: strings.TrimSpace(cells[len(cells)-1]), line: line}
 		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
 			r.keys = append(r.keys, strings.ToLower(m[1]))
 		}
