@@ -51,6 +51,8 @@ type lbOptions struct {
 	DualStack bool
 	// BeforeCCM runs once the cluster is up, before the nodes and the CCM start.
 	BeforeCCM func(*framework.Env)
+	// ClusterArgs are extra component flags of the cluster (framework.Options.ClusterExtraArgs).
+	ClusterArgs []string
 }
 
 // lbTopology is the default estate plus what the LB groups need: a second node-VNet subnet for
@@ -78,6 +80,7 @@ func lbStart(t *testing.T, o lbOptions) *lbEnv {
 	if o.DualStack {
 		fo = framework.DualStack(fo)
 	}
+	fo.ClusterExtraArgs = append(fo.ClusterExtraArgs, o.ClusterArgs...)
 	e := framework.Start(t, fo)
 	if o.BeforeCCM != nil {
 		o.BeforeCCM(e)

@@ -21,15 +21,17 @@ func rulePortsN(n int) []corev1.ServicePort {
 	return out
 }
 
-// TestLoadBalancerRuleLimit: with "maximumLoadBalancerRuleCount": 250 in azure.json, 26
-// ten-port services put 260 rules on the one Standard load balancer and all get an IP (the
+// TestLoadBalancerRuleLimit: with "maximumLoadBalancerRuleCount": 250 in azure.json, 300
+// single-port services put 300 rules on the one Standard load balancer and all get an IP (the
 // existing provider applies the key only among Basic load balancers). A service that would make
 // 1,501 rules is refused with a Warning event naming Azure's limit, gets no IP, and its public
-// IP does not exist, on the first refusal and on the retries.
+// IP does not exist, on the first refusal and on the retries. The cluster's service range is a
+// /22: kube-apiserver's default /24 has too few cluster IPs for 301 services.
 func TestLoadBalancerRuleLimit(t *testing.T) {
 	l := lbStart(t, lbOptions{CloudConfig: map[string]any{
-		"loadBalancerBackendPoolConfigurationType": "nodeIP", "maximumLoadBalancerRuleCount": 250}})
-	const services, ports = 26, 10
+		"loadBalancerBackendPoolConfigurationType": "nodeIP", "maximumLoadBalancerRuleCount": 250},
+		ClusterArgs: []string{"kube-apiserver=service-cluster-ip-range=10.0.0.0/22", "kube-controller-manager=service-cluster-ip-range=10.0.0.0/22"}})
+	const services, ports = 300, 1
 	for i := 0; i < services; i++ {
 		l.create(lbService(fmt.Sprintf("rules-%d", i), nil, rulePortsN(ports)...))
 	}
