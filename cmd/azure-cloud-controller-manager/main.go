@@ -24,6 +24,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/loginhealth"
 	"github.com/azure-ccm/azure-ccm/internal/nodefilter"
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 	"github.com/azure-ccm/azure-ccm/internal/reload"
@@ -88,6 +89,10 @@ func (w *wiring) flags() cliflag.NamedFlagSets {
 			"(a rule, probe, frontend, pool member or NSG rule changed outside the CCM); 0 turns it off, as does --controllers=*,-drift-audit")
 	da.IntVar(&w.auditWorkers, "drift-audit-workers", driftaudit.DefaultWorkers,
 		"services the drift audit checks and repairs at once")
+	lg := fss.FlagSet("azure login")
+	lg.DurationVar(&w.loginStepDown, "login-step-down-after", loginhealth.DefaultStepDownAfter,
+		"how long Azure logins may fail with a configuration error (login server certificate not trusted, credentials refused, unknown tenant) "+
+			"before the leader exits so that a standby replica takes the lease; /healthz fails meanwhile. Transient failures never count. 0 never exits")
 	// The existing provider's node-ipam flags; --allocate-node-cidrs, --cluster-cidr and
 	// --cidr-allocator-type are the cloud-provider app's own (generic flags).
 	// The existing provider's cloud config source flags.

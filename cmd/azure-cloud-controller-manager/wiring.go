@@ -21,6 +21,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/driftaudit"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/localpools"
+	"github.com/azure-ccm/azure-ccm/internal/controllers/loginhealth"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam/ipam"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/outofservice"
@@ -48,6 +49,8 @@ type wiring struct {
 	// auditPeriod and auditWorkers are --drift-audit-period and --drift-audit-workers.
 	auditPeriod  time.Duration
 	auditWorkers int
+	// loginStepDown is --login-step-down-after.
+	loginStepDown time.Duration
 	// ipam holds the node-ipam flags the CCM adds (the rest are the app's).
 	ipam ipam.Flags
 	// source is where azure.json comes from (--cloud-config, --cloud-config-secret-*), and
@@ -134,6 +137,7 @@ func (w *wiring) newCloud(l cloudconfig.Loaded, reload bool) (*provider.Cloud, e
 		DisableWriteMerging: w.disableWriteMerging,
 		LoadBalancer:        w.buildLoadBalancer,
 		InformersTrimmed:    reload,
+		LoginStepDownAfter:  w.loginStepDown,
 	}
 	if l.Secret != nil {
 		o.ConfigObject = l.Secret
@@ -285,6 +289,21 @@ func (w *wiring) controllers() []controllers.Controller {
 			f := w.ipam
 			f.ClusterCIDR, f.AllocatorType = shared.ClusterCIDR, shared.CIDRAllocatorType
 			return nodeipam.Start(ctx, cc, nodeipam.Deps{Allocate: shared.AllocateNodeCIDRs, Flags: f})
+		}},
+		{Name: loginhealth.Name, ClientName: "login-health-controller", Start: func(ctx context.Context, _ controllers.Context) (controller.Interface, bool, error) {
+			c, err := loginhealth.New(loginhealth.Options{
+				Misconfigured: func() (time.Time, error) { return w.provider().LoginMisconfigured() },
+				StepDownAfter: w.loginStepDown,
+				Exit: func(err error) {
+					klog.ErrorS(err, "Stepping down")
+					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+				},
+			})
+			if err != nil {
+				return nil, false, err
+			}
+			go c.Run(ctx)
+			return c, true, nil
 		}},
 		{Name: outofservice.Name, ClientName: "node-out-of-service-controller", Start: func(ctx context.Context, cc controllers.Context) (controller.Interface, bool, error) {
 			return outofservice.Start(ctx, cc)

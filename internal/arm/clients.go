@@ -46,6 +46,8 @@ type Options struct {
 	PollFrequency time.Duration
 	// Now is the clock of the caches (tests).
 	Now func() time.Time
+	// LoginHealth, when set, follows the outcome of every token request (LoginHealth).
+	LoginHealth *LoginHealth
 	// ApplicationID starts the User-Agent of every request (at most 24 characters), so that
 	// Azure's activity log and request counters tell the programs apart; default azure.json's
 	// userAgent ("azure-ccm").
@@ -135,6 +137,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 		c.Credential, c.AuthMethod = cred, method
 		LogLoginEndpoint(env, cfg.TenantID, method)
 	}
+	if o.LoginHealth != nil {
+		c.Credential = &watchedCredential{cred: c.Credential, health: o.LoginHealth}
+	}
 	retry := DefaultRetry(cfg)
 	if o.Retry != nil {
 		retry = *o.Retry
@@ -173,6 +178,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Clients, error) {
 			if netCred, err = NetworkTenantCredential(cfg, env, o.Transport); err != nil {
 				return nil, err
 			}
+		}
+		if o.LoginHealth != nil {
+			netCred = &watchedCredential{cred: netCred, health: o.LoginHealth}
 		}
 		netOpts = withAuxiliary(base, c.Credential, env.TokenAudience, cfg.TenantID)
 		clusterOpts = withAuxiliary(base, netCred, env.TokenAudience, cfg.NetworkResourceTenantID)

@@ -225,7 +225,11 @@ type LoginError struct {
 	StatusCode int
 	// Code is Entra ID's error ("invalid_client") when the answer had one.
 	Code string
-	msg  string
+	// Misconfigured says why no retry can succeed until the configuration changes (an
+	// untrusted certificate, credentials refused, an unknown tenant); "" for a failure that may
+	// pass (an outage, a timeout, a throttled or malformed answer).
+	Misconfigured string
+	msg           string
 	// cause is kept only when it is a context error, for errors.Is.
 	cause error
 }
@@ -278,6 +282,7 @@ func newLoginError(method AuthMethod, err error, s *Scrubber) *LoginError {
 		// Scrubbed before it is cut: a cut through a secret would leave its first half.
 		code, desc = truncate(oneLine(s.Scrub(code)), 64), truncate(oneLine(s.Scrub(desc)), maxDescription)
 		le.Code = code
+		le.Misconfigured = refusedLogin(resp.StatusCode, code, desc)
 		msg := fmt.Sprintf("%s login failed: HTTP %d%s", method, resp.StatusCode, s.Scrub(where))
 		if code != "" {
 			msg += ": " + code
@@ -291,6 +296,7 @@ func newLoginError(method AuthMethod, err error, s *Scrubber) *LoginError {
 	// No answer (connection refused, TLS, timeout), an answer MSAL could not decode, or a local
 	// problem: the message is the library's, without the answer MSAL quotes, scrubbed and
 	// bounded.
+	le.Misconfigured = untrustedServer(err)
 	text := err.Error()
 	if i := strings.Index(text, "raw message was:"); i >= 0 {
 		text = text[:i] + "(answer not shown)"

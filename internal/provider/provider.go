@@ -73,6 +73,11 @@ type Options struct {
 	// Fatal is called by Initialize when start-up meets a configuration mistake (default: log it
 	// and exit with status 1).
 	Fatal func(error)
+	// LoginStepDownAfter is how long logins may fail with a configuration error (an untrusted
+	// login server, credentials refused) before start-up gives up as on any configuration
+	// mistake, so that the process exits and a standby replica takes the lease; 0 retries for
+	// ever. LoginMisconfigured reports such failures at any time.
+	LoginStepDownAfter time.Duration
 	// InformersTrimmed says the shared informers SetInformers gets already drop what the CCM
 	// never reads: a provider replacing another on a cloud config reload gets the running
 	// informers the first one trimmed (a running informer refuses a transform).
@@ -162,7 +167,20 @@ func Prepare(cfg *config.Config, o Options) (*Cloud, error) {
 			klog.Warningf("Cloud config: %s", w)
 		}
 	}
+	if o.ARM.LoginHealth == nil {
+		o.ARM.LoginHealth = arm.NewLoginHealth(nil)
+	}
 	return &Cloud{Config: cfg, opts: o, onPremRoutes: map[string]cloudprovider.Route{}, lbBuilder: o.LoadBalancer}, nil
+}
+
+// LoginMisconfigured returns the configuration error the provider's logins have failed with
+// since the returned time, with no success or transient failure in between (nil: none).
+func (c *Cloud) LoginMisconfigured() (since time.Time, err error) {
+	since, le := c.opts.ARM.LoginHealth.Misconfigured()
+	if le == nil {
+		return since, nil
+	}
+	return since, fmt.Errorf("%s: %w", le.Misconfigured, le)
 }
 
 // New prepares and starts the provider (Prepare, then Start).
@@ -205,6 +223,10 @@ func (c *Cloud) Start(ctx context.Context) error {
 		// An attempt cut short by ctx says nothing new: report the failure before it.
 		if lastErr == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 			lastErr = err
+		}
+		if since, lerr := c.LoginMisconfigured(); lerr != nil && c.opts.LoginStepDownAfter > 0 && time.Since(since) >= c.opts.LoginStepDownAfter {
+			return fmt.Errorf("azure cloud provider start-up: login has failed with a configuration error for %s: %w",
+				time.Since(since).Round(time.Second), lerr)
 		}
 		klog.ErrorS(err, "Azure cloud provider start-up failed; retrying", "attempt", attempt, "retryIn", delay)
 		select {

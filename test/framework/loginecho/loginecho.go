@@ -86,6 +86,8 @@ type Server struct {
 	requests int
 	// lastToken is when a proxied token request last got a token.
 	lastToken time.Time
+	// cert is the certificate served; nil serves httptest's own (trusted only by Client()).
+	cert *tls.Certificate
 }
 
 var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*`)
@@ -111,9 +113,17 @@ func Start(o Options) (*Server, error) {
 		}
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	if o.Certificate != nil {
-		s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{*o.Certificate}, MinVersion: tls.VersionTLS12}
-	}
+	s.cert = o.Certificate
+	// Chosen per connection (GetCertificate is not asked when the client sends no server name,
+	// as with an IP address); without a certificate, httptest's own is served.
+	s.srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.cert == nil {
+			return nil, nil
+		}
+		return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*s.cert}}, nil
+	}}
 	s.srv.StartTLS()
 	s.URL = s.srv.URL
 	return s, nil
@@ -133,6 +143,16 @@ func (s *Server) Fail(kinds ...Kind) {
 	s.mu.Lock()
 	s.kinds, s.next = append([]Kind(nil), kinds...), 0
 	s.mu.Unlock()
+}
+
+// ServeUntrusted makes new connections get httptest's own certificate instead of
+// Options.Certificate: to a client trusting only Options.Certificate's issuer, the login server
+// is no longer trusted (an intercepting proxy, a server certificate renewed by another CA).
+func (s *Server) ServeUntrusted() {
+	s.mu.Lock()
+	s.cert = nil
+	s.mu.Unlock()
+	s.srv.CloseClientConnections()
 }
 
 // Pass forwards token requests to the upstream.
