@@ -25,8 +25,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
+
+	// Mozilla's CA roots in the binary, used when the system has none (the images carry no
+	// CA bundle); SSL_CERT_FILE or a system bundle still take precedence.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 )
@@ -56,6 +61,7 @@ commands:
               <load balancer or NSG id> <name> [-pool p] [-interval s] [-public-ip id]
   reset       drop every resource, fault rule and counter
   info        describe the running server
+  version     print the version this binary was built from
 
 client commands take --url (default $AZSIM_URL) and --ca (default $AZSIM_CA).`
 
@@ -69,6 +75,10 @@ func run(args []string) error {
 	cmd, rest := args[0], args[1:]
 	if cmd == "serve" {
 		return serve(ctx, rest)
+	}
+	if cmd == "version" || cmd == "--version" {
+		fmt.Println(version())
+		return nil
 	}
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
 		fmt.Println(usage)
@@ -104,4 +114,19 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// version is the main module's version and commit as the Go toolchain stamped them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "azsim (no build information)"
+	}
+	v := "azsim " + bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			v += " " + s.Value
+		}
+	}
+	return v
 }
