@@ -25,13 +25,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
 	// Mozilla's CA roots in the binary, used when the system has none (the images carry no
 	// CA bundle); SSL_CERT_FILE or a system bundle still take precedence.
 	_ "golang.org/x/crypto/x509roots/fallback"
+
+	"k8s.io/component-base/version"
 
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 )
@@ -77,7 +78,7 @@ func run(args []string) error {
 		return serve(ctx, rest)
 	}
 	if cmd == "version" || cmd == "--version" {
-		fmt.Println(version())
+		fmt.Println(versionString())
 		return nil
 	}
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
@@ -116,17 +117,9 @@ func splitList(s string) []string {
 	return out
 }
 
-// version is the main module's version and commit as the Go toolchain stamped them.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "azsim (no build information)"
-	}
-	v := "azsim " + bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			v += " " + s.Value
-		}
-	}
-	return v
+// versionString is the version and commit the build stamped into k8s.io/component-base/version
+// (as in the other commands' --version; `make images` sets them).
+func versionString() string {
+	v := version.Get()
+	return fmt.Sprintf("azsim %s (commit %s)", v.GitVersion, v.GitCommit)
 }
