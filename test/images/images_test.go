@@ -32,7 +32,7 @@ func podman(ctx context.Context, args ...string) *exec.Cmd {
 // hardened are the run options every container gets: what the chart sets (read-only root,
 // no capabilities, no privilege escalation) plus this machine's limits.
 func hardened(network string) []string {
-	return []string{"run", "--rm", "--network=" + network, "--read-only", "--cap-drop=ALL",
+	return []string{"run", "--rm", "--network=" + network, "--read-only", "--read-only-tmpfs=false", "--cap-drop=ALL",
 		"--security-opt=no-new-privileges", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"}
 }
 
@@ -153,8 +153,8 @@ func TestAzsimImageTLS(t *testing.T) {
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	name := fmt.Sprintf("azsim-image-test-%d", port)
-	run := append(hardened("host"), "-d", "--name", name, "-v", dir+":/azsim", img.ref,
-		"serve", "--addr", addr, "--imds-addr", "off", "--dir", "/azsim")
+	run := append(hardened("host"), "-d", "--name", name, "-v", dir+":/data", img.ref,
+		"serve", "--addr", addr, "--imds-addr", "off", "--dir", "/data")
 	if b, err := podman(ctx, run...).CombinedOutput(); err != nil {
 		t.Fatalf("podman run azsim serve: %v\n%s", err, b)
 	}
@@ -205,13 +205,13 @@ func TestAzsimImageTLS(t *testing.T) {
 	t.Logf("azsim container process: Uid %s, CapEff %s, CapBnd %s", fields["Uid"], fields["CapEff"], fields["CapBnd"])
 
 	client := func(env ...string) ([]byte, error) {
-		args := append(hardened("host"), "-v", dir+":/azsim:ro")
+		args := append(hardened("host"), "-v", dir+":/data:ro")
 		for _, e := range env {
 			args = append(args, "-e", e)
 		}
 		return podman(ctx, append(args, img.ref, "info", "--url", "https://"+addr)...).CombinedOutput()
 	}
-	out, err := client("SSL_CERT_FILE=/azsim/ca-bundle.pem")
+	out, err := client("SSL_CERT_FILE=/data/ca-bundle.pem")
 	if err != nil {
 		t.Errorf("azsim info over https with the CA in the system pool: %v\n%s", err, out)
 	} else {
