@@ -4,7 +4,7 @@
 #
 # Build configurations: the default one; `bench` and `chaos` (test/bench, test/chaos: the
 # long benchmark and chaos runs, never run by `make test`, so vet and golangci-lint are what
-# keeps them compiling); GOOS=windows for the node manager's Windows file.
+# keeps them compiling); `images` (test/images, the container tests); GOOS=windows for the node manager's Windows file.
 #
 # golangci-lint is pinned in hack/versions.env and built through the Go module proxy into the
 # same cache outside the work tree as the other tools (one build per version, a few minutes).
@@ -56,11 +56,12 @@ install_golangci_lint() {
 
 step gofmt gofmt_check
 step "go vet" "${GO}" vet ./...
-step "go vet -tags bench,chaos" "${GO}" vet -tags bench,chaos ./test/...
+step "go vet -tags bench,chaos,images" "${GO}" vet -tags bench,chaos,images ./test/...
 step "go vet (GOOS=windows)" env GOOS=windows "${GO}" vet ./cmd/azure-cloud-node-manager/
 step "install golangci-lint" install_golangci_lint
 if [[ -x "${GL}" ]]; then
   step "golangci-lint" "${GL}" run --build-tags bench ./...
   step "golangci-lint (chaos)" "${GL}" run --build-tags chaos ./test/chaos/...
+  step "golangci-lint (images)" "${GL}" run --build-tags images ./test/images/...
 fi
 exit "${rc}"

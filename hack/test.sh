@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every stage of `make test`: lint (hack/lint.sh), unit (`cmd`, `internal`) with the race
 # detector, the fuzz sweep, integration (test/framework, test/integration) with the race
-# detector, the deploy/ checks (hack/verify-deploy.sh), and the end-to-end suites (test/e2e,
+# detector, the deploy/ checks (hack/verify-deploy.sh), the container images (built by
+# hack/images, run in podman by test/images), and the end-to-end suites (test/e2e,
 # test/chaos) against race-detector builds of the binaries (a data race reported by the CCM,
 # the node manager or the disk provisioner fails the test that ran it).
 # Exits non-zero if any stage fails, and prints go test's per-package summary of each.
@@ -10,7 +11,7 @@
 # Env: GO_TEST_FLAGS adds go test flags (e.g. "-run TestX -v"); RACE=0 runs everything
 # without the race detector; E2E_TIMEOUT (default 40m); FUZZ_TIME (default 500x: 500
 # executions per fuzz target; `make fuzz` runs 60s each); STAGES (default "lint unit fuzz
-# integration deploy e2e") runs only the stages named.
+# integration deploy images e2e") runs only the stages named.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +25,7 @@ export AZURE_CCM_ARTIFACTS="${AZURE_CCM_ARTIFACTS:-${ROOT}/_output/test-artifact
 read -r -a EXTRA <<<"${GO_TEST_FLAGS:-}"
 RACE_FLAG=()
 [[ "${RACE:-1}" == "0" ]] || RACE_FLAG=(-race)
-STAGES=" ${STAGES:-lint unit fuzz integration deploy e2e} "
+STAGES=" ${STAGES:-lint unit fuzz integration deploy images e2e} "
 want() { [[ "${STAGES}" == *" $1 "* ]]; }
 
 # pkgs_under DIR...: the Go packages below DIRs (nothing if a dir has none yet).
@@ -113,6 +114,15 @@ want integration && suite integration 10m "${INTEGRATION[@]}"
 # Before e2e, so that TestRBAC renders the chart with the helm this installs.
 # deploy/: chart, manifests, schemas, dashboard (installs helm and kubeconform on first use).
 want deploy && stage deploy "${ROOT}/hack/verify-deploy.sh"
+
+# The images: built (hack/images: static binaries for linux/amd64 and linux/arm64, compiled from
+# scratch on the first run, about two minutes once the build cache holds them), then run in
+# podman as the chart runs them (test/images). Installs podman and runc from Debian when missing; a
+# missing runtime fails the suite.
+if want images; then
+  stage images-build bash -c '"$1"/hack/install-podman.sh && "$2" run ./hack/images' _ "${ROOT}" "${GO}" &&
+    suite images 15m -tags images ./test/images/...
+fi
 
 if want e2e; then
   # The end-to-end suites run the binaries built with the race detector: the packages are

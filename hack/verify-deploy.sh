@@ -3,7 +3,7 @@
 # default rendering, and go test ./deploy/...: every object passes a strict schema check
 # (kubeconform with JSON schemas generated from the local kube-apiserver's OpenAPI: there is
 # no internet here) and a server-side dry-run apply, the manifests schedule as intended on a
-# kwok cluster, the Dockerfiles match the binaries, the Grafana dashboard, docs/operations.md
+# kwok cluster, the chart runs the images' entrypoints as their user, the Grafana dashboard, docs/operations.md
 # and docs/azure-permissions.md match the metrics, event reasons and role of the code, docs/dev
 # names only paths and tests that exist, and no page or source file speaks of the work that
 # made it (deploy/devdocs_test.go).

@@ -28,6 +28,12 @@ import (
 	"strings"
 	"syscall"
 
+	// Mozilla's CA roots in the binary, used when the system has none (the images carry no
+	// CA bundle); SSL_CERT_FILE or a system bundle still take precedence.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
+	"k8s.io/component-base/version"
+
 	"github.com/azure-ccm/azure-ccm/internal/azsim/client"
 )
 
@@ -56,6 +62,7 @@ commands:
               <load balancer or NSG id> <name> [-pool p] [-interval s] [-public-ip id]
   reset       drop every resource, fault rule and counter
   info        describe the running server
+  version     print the version this binary was built from
 
 client commands take --url (default $AZSIM_URL) and --ca (default $AZSIM_CA).`
 
@@ -69,6 +76,10 @@ func run(args []string) error {
 	cmd, rest := args[0], args[1:]
 	if cmd == "serve" {
 		return serve(ctx, rest)
+	}
+	if cmd == "version" || cmd == "--version" {
+		fmt.Println(versionString())
+		return nil
 	}
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
 		fmt.Println(usage)
@@ -104,4 +115,11 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// versionString is the version and commit the build stamped into k8s.io/component-base/version
+// (as in the other commands' --version; `make images` sets them).
+func versionString() string {
+	v := version.Get()
+	return fmt.Sprintf("azsim %s (commit %s)", v.GitVersion, v.GitCommit)
 }

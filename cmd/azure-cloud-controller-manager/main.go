@@ -9,6 +9,10 @@ package main
 import (
 	"os"
 
+	// Mozilla's CA roots in the binary, used when the system has none (the images carry no
+	// CA bundle); SSL_CERT_FILE or a system bundle still take precedence.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/names"

@@ -19,6 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	// Mozilla's CA roots in the binary, used when the system has none (the images carry no
+	// CA bundle); SSL_CERT_FILE or a system bundle still take precedence.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -16,6 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	// Mozilla's CA roots in the binary, used when the system has none (the images carry no
+	// CA bundle); SSL_CERT_FILE or a system bundle still take precedence.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
@@ -29,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
@@ -76,7 +81,9 @@ func main() {
 	fs := pflag.NewFlagSet("azure-disk-provisioner", pflag.ExitOnError)
 	fs.AddGoFlagSet(flag.CommandLine)
 	f := newFlags(fs)
+	verflag.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
+	verflag.PrintAndExitIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, f); err != nil {

@@ -4,10 +4,14 @@ app.kubernetes.io/part-of: azure-ccm
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{/* image REPO TAG: the tag defaults to the chart's appVersion. */}}
+{{/* image REPO TAG [DIGEST]: the tag defaults to the chart's appVersion; a digest pins it. */}}
 {{- define "azure-ccm.image" -}}
 {{- $tag := .image.tag | default .default -}}
+{{- if .image.digest -}}
+{{- printf "%s:%s@%s" .image.repository $tag .image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .image.repository $tag -}}
+{{- end -}}
 {{- end }}
 
 {{- define "azure-ccm.ccm.selector" -}}
