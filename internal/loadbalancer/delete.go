@@ -49,7 +49,9 @@ func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, sv
 		}
 	}
 	if l.cfg.SecurityGroupName != "" {
-		if err := l.ensureSecurity(ctx, c, s, ips, nil, false); err != nil {
+		// The public IPs it is releasing are former addresses too: an interrupted reconcile may
+		// have left a rule for one that no frontend and no status shows any more.
+		if err := l.ensureSecurity(ctx, c, s, ips, plan.ListedAddresses(plan.BoundPIPs(c, s.Key(), listed)), nil, false); err != nil {
 			return err
 		}
 	}

@@ -266,3 +266,67 @@ func TestUnlistableGroupsAreSkipped(t *testing.T) {
 		t.Fatalf("a service whose own group cannot be listed: %v, want the 403", err)
 	}
 }
+
+// allowDestinations are the destinations of the NSG's managed allow rules.
+func (e *env) allowDestinations(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, r := range e.nsgRules(t) {
+		p := r.Properties
+		if !strings.HasPrefix(*r.Name, "k8s-azure-lb_allow_") || p == nil {
+			continue
+		}
+		if p.DestinationAddressPrefix != nil && *p.DestinationAddressPrefix != "" {
+			out = append(out, *p.DestinationAddressPrefix)
+		}
+		for _, d := range p.DestinationAddressPrefixes {
+			out = append(out, *d)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestInterruptedGroupMoveLeavesNoNSGRule: a reconcile that moved the service's public IP to
+// another group and rewrote the NSG for the new address, then failed before the status was
+// written (the old public IP could not be deleted), leaves the status on the old address. When
+// the annotation goes back before a reconcile succeeds, the address of the public IP it now
+// releases is in neither the status nor the frontend: its NSG rule must still go.
+func TestInterruptedGroupMoveLeavesNoNSGRule(t *testing.T) {
+	e, _ := newPIPEnv(t)
+	svc := service("a6a6a6a6-0000-0000-0000-000000000001", "move", nil)
+	first := e.ensureIP(t, svc)
+
+	fault, err := e.srv.Client().AddFault(ctxT(t), middleware.Fault{Kind: middleware.FaultError, Method: "DELETE",
+		PathContains: "/resourceGroups/" + testRG + "/providers/Microsoft.Network/publicIPAddresses/", Status: 403, Code: "AuthorizationFailed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Annotations = map[string]string{annotations.ResourceGroup: otherRG}
+	if _, err := e.lb.EnsureLoadBalancer(ctxT(t), testCluster, svc, nil); err == nil {
+		t.Fatal("the move succeeded although the old public IP could not be deleted")
+	}
+	faults, err := e.srv.Client().Faults(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(faults, func(f middleware.Fault) bool { return f.ID == fault.ID }); i < 0 || faults[i].Hits == 0 {
+		t.Fatalf("the fault on the old public IP's deletion hit no request: %+v", faults)
+	}
+	moved := e.allowDestinations(t)
+	if slices.Contains(moved, first) || len(moved) != 1 {
+		t.Fatalf("after the interrupted move the NSG allows %v, want only the new address (not %s)", moved, first)
+	}
+	if err := e.srv.Client().ClearFaults(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	svc.Annotations = nil
+	if ip := e.ensureIP(t, svc); ip != first {
+		t.Fatalf("back in its group the service has %s, want its first address %s", ip, first)
+	}
+	wantPIPs(t, e.pips(t), testRG+"/"+managedName(svc)+"=default/move")
+	if got := e.allowDestinations(t); !slices.Equal(got, []string{first}) {
+		t.Fatalf("NSG allow rules for %v, want only %s (the moved-to address %v is released)", got, first, moved)
+	}
+}

@@ -105,7 +105,7 @@ func (l *LoadBalancer) UpdateLoadBalancer(ctx context.Context, clusterName strin
 			}
 			pipAddrs = plan.PublicIPAddresses(existing)
 		}
-		if err := l.ensureSecurity(ctx, c, s, plan.ServiceIPs(lb, s.LBName(), pipAddrs), nodes, true); err != nil {
+		if err := l.ensureSecurity(ctx, c, s, plan.ServiceIPs(lb, s.LBName(), pipAddrs), nil, nodes, true); err != nil {
 			return fmt.Errorf("service %s: %w", s.Key(), err)
 		}
 	}
@@ -323,15 +323,16 @@ func (l *LoadBalancer) finish(ctx context.Context, c *plan.Cluster, s *plan.Serv
 	if len(ips) < len(fronts) {
 		return nil, fmt.Errorf("load balancer %s: the service's frontend has no IP address yet", c.LBName(internal))
 	}
-	if err := l.ensureSecurity(ctx, c, s, ips, nodes, true); err != nil {
+	// Public IPs the service no longer uses (renamed, switched to internal or to a user PIP,
+	// or left in the group its resource-group annotation named before).
+	releasable := plan.ReleasablePIPs(c, s.Key(), plan.PublicIPResourceGroup(l.cfg, s), listed, plans)
+	if err := l.ensureSecurity(ctx, c, s, ips, plan.ListedAddresses(releasable), nodes, true); err != nil {
 		return nil, err
 	}
 	if err := l.ensurePrivateLink(ctx, c, s, lb); err != nil {
 		return nil, err
 	}
-	// Public IPs the service no longer uses (renamed, switched to internal or to a user PIP,
-	// or left in the group its resource-group annotation named before).
-	for _, p := range plan.ReleasablePIPs(c, s.Key(), plan.PublicIPResourceGroup(l.cfg, s), listed, plans) {
+	for _, p := range releasable {
 		if err := l.releasePIP(ctx, c, s, p.RG, p.PIP); err != nil {
 			return nil, err
 		}

@@ -18,8 +18,9 @@ import (
 
 // ensureSecurity puts the service's NSG rules in place (want) or takes them out: it gathers
 // what the NSG planner needs (destinations, stale addresses, ports other services keep) and
-// submits plan.ApplySecurity to the NSG's writer.
-func (l *LoadBalancer) ensureSecurity(ctx context.Context, c *plan.Cluster, s *plan.Service, ips []netip.Addr, nodes []*v1.Node, want bool) error {
+// submits plan.ApplySecurity to the NSG's writer. former are the addresses of public IPs the
+// service is releasing: their rules go too, unless someone else holds the address.
+func (l *LoadBalancer) ensureSecurity(ctx context.Context, c *plan.Cluster, s *plan.Service, ips, former []netip.Addr, nodes []*v1.Node, want bool) error {
 	if l.cfg.SecurityGroupName == "" {
 		return errors.New("azure.json securityGroupName is required for LoadBalancer services")
 	}
@@ -32,13 +33,13 @@ func (l *LoadBalancer) ensureSecurity(ctx context.Context, c *plan.Cluster, s *p
 		}
 	}
 	dsts := plan.SecurityDestinations(s, ips, want, nodeAddrs)
-	stale := plan.StaleDestinations(s, dsts, nil)
+	stale := plan.StaleDestinations(s, dsts, former, nil)
 	if len(stale) > 0 {
 		held, err := l.addressesHeld(ctx, c, s)
 		if err != nil {
 			return err
 		}
-		stale = plan.StaleDestinations(s, dsts, held)
+		stale = plan.StaleDestinations(s, dsts, former, held)
 	}
 	in := plan.SecurityInput{Service: s, Want: want, Destinations: dsts, Stale: stale,
 		RetainPorts: plan.RetainedPorts(s, slices.Concat(dsts, stale), l.services()), Tags: c.TagPolicy}

@@ -230,3 +230,85 @@ func TestEdgeZoneCluster(t *testing.T) {
 		t.Fatalf("public IP extended location %+v zones %v", pip.ExtendedLocation, pip.Zones)
 	}
 }
+
+// TestSystemTagsKeepPrefixedTags: with systemTags, a tag the configuration does not name is
+// removed from the load balancer, the NSG and the public IP unless it starts with a systemTags
+// key (compared without case): "aks-managed" keeps every aks-managed-* tag, as the existing
+// provider matches them.
+func TestSystemTagsKeepPrefixedTags(t *testing.T) {
+	e := newEnv(t, config.BackendPoolNodeIP)
+	e.cfg.Tags = "env=prod"
+	e.build(t, BuildOptions{})
+	ctx := ctxT(t)
+	nodes := []*v1.Node{node("n0", "10.240.0.4", nil)}
+	svc := service("b4b4b4b4-0000-0000-0000-000000000000", "system", nil)
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	pipName := naming.PublicIPName(testCluster, naming.ServiceLBName(svc.UID), "", false, naming.IPv4)
+	outOfBand := map[string]string{"aks-managed-cluster-name": "c1", "AKS-Managed-poolName": "p1", "stray": "x"}
+	addTags := func(tags map[string]*string) map[string]*string {
+		if tags == nil {
+			tags = map[string]*string{}
+		}
+		for k, v := range outOfBand {
+			tags[k] = to.Ptr(v)
+		}
+		return tags
+	}
+	pip := e.getPIP(t, pipName)
+	pip.Tags = addTags(pip.Tags)
+	if p, err := e.net.NewPublicIPAddressesClient().BeginCreateOrUpdate(ctx, testRG, pipName, pip, nil); err != nil {
+		t.Fatal(err)
+	} else if _, err := p.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	lb := e.getLB(t, testCluster)
+	lb.Tags = addTags(lb.Tags)
+	if p, err := e.net.NewLoadBalancersClient().BeginCreateOrUpdate(ctx, testRG, testCluster, *lb, nil); err != nil {
+		t.Fatal(err)
+	} else if _, err := p.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	nsg, err := e.net.NewSecurityGroupsClient().Get(ctx, testRG, "nsg", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsg.Tags = addTags(nsg.Tags)
+	if p, err := e.net.NewSecurityGroupsClient().BeginCreateOrUpdate(ctx, testRG, "nsg", nsg.SecurityGroup, nil); err != nil {
+		t.Fatal(err)
+	} else if _, err := p.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart with systemTags set (a fresh writer set reads what is on Azure).
+	e.cfg.SystemTags = "aks-managed"
+	e.build(t, BuildOptions{})
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	lb = e.getLB(t, testCluster)
+	nsg, err = e.net.NewSecurityGroupsClient().Get(ctx, testRG, "nsg", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pip = e.getPIP(t, pipName)
+	for what, tags := range map[string]map[string]*string{"load balancer": lb.Tags, "NSG": nsg.Tags, "public IP": pip.Tags} {
+		for k, want := range map[string]string{"env": "prod", "aks-managed-cluster-name": "c1", "AKS-Managed-poolName": "p1", "stray": "<none>"} {
+			if got := tagOf(tags, k); got != want {
+				t.Errorf("%s tag %s = %s, want %s (%v)", what, k, got, want, tags)
+			}
+		}
+	}
+	if tagOf(pip.Tags, naming.TagService) != "default/system" {
+		t.Errorf("the public IP lost its service tag: %v", pip.Tags)
+	}
+	// Steady state: nothing left to write.
+	before := e.writes(t)
+	if _, err := e.lb.EnsureLoadBalancer(ctx, testCluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.writes(t) - before; d != 0 {
+		t.Fatalf("%d writes in the steady state", d)
+	}
+}

@@ -30,19 +30,44 @@ func SecurityDestinations(s *Service, frontendIPs []netip.Addr, want bool, nodeA
 	return dsts
 }
 
-// StaleDestinations are the addresses in the service's status that are no longer among its
-// destinations and that nobody else holds (held). A deleted internal service's private address
-// goes to the next internal service that asks, so an address from an old status must be left
-// alone once someone else holds it: cleaning it would remove the new owner's rules. With held
-// nil, every candidate is returned (the caller reads who holds what only when there are some).
-func StaleDestinations(s *Service, dsts []netip.Addr, held map[netip.Addr]bool) []netip.Addr {
+// StaleDestinations are the addresses the service no longer uses that nobody else holds (held):
+// those in its status, and former (the addresses of public IPs it is releasing), that are not
+// among its destinations. The status alone misses an address when a reconcile wrote the NSG for
+// a new public IP and failed before the status followed: if the service then goes back, that
+// public IP is released and its address is in neither the status nor the frontend. A deleted
+// internal service's private address goes to the next internal service that asks, so an address
+// from an old status must be left alone once someone else holds it: cleaning it would remove the
+// new owner's rules. With held nil, every candidate is returned (the caller reads who holds what
+// only when there are some).
+func StaleDestinations(s *Service, dsts, former []netip.Addr, held map[netip.Addr]bool) []netip.Addr {
 	var stale []netip.Addr
-	for _, ing := range s.Svc.Status.LoadBalancer.Ingress {
-		if a, ok := AddrOf(&ing.IP); ok && !slices.Contains(dsts, a) && !held[a] {
+	add := func(a netip.Addr) {
+		if !slices.Contains(dsts, a) && !held[a] && !slices.Contains(stale, a) {
 			stale = append(stale, a)
 		}
 	}
+	for _, ing := range s.Svc.Status.LoadBalancer.Ingress {
+		if a, ok := AddrOf(&ing.IP); ok {
+			add(a)
+		}
+	}
+	for _, a := range former {
+		if a.IsValid() {
+			add(a)
+		}
+	}
 	return stale
+}
+
+// ListedAddresses are the addresses of the listed public IPs (those without one are skipped).
+func ListedAddresses(listed []ListedPIP) []netip.Addr {
+	var out []netip.Addr
+	for _, lp := range listed {
+		if a, ok := PIPAddress(lp.PIP); ok {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // AddressesHeld are the addresses other services hold: private frontend addresses on the

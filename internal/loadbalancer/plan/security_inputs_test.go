@@ -51,17 +51,22 @@ func TestStaleDestinations(t *testing.T) {
 		name   string
 		status []string
 		dsts   []netip.Addr
+		former []netip.Addr
 		held   map[netip.Addr]bool
 		out    string
 	}{
-		{"status matches", []string{"10.1.0.5"}, addrs("10.1.0.5"), nil, "[]"},
-		{"an old status address", []string{"10.1.0.5", "10.1.0.9"}, addrs("10.1.0.5"), nil, "[10.1.0.9]"},
-		{"an old address someone else holds now", []string{"10.1.0.9"}, addrs("10.1.0.5"), map[netip.Addr]bool{netip.MustParseAddr("10.1.0.9"): true}, "[]"},
-		{"a hostname in the status is ignored", []string{"not-an-ip"}, nil, nil, "[]"},
+		{"status matches", []string{"10.1.0.5"}, addrs("10.1.0.5"), nil, nil, "[]"},
+		{"an old status address", []string{"10.1.0.5", "10.1.0.9"}, addrs("10.1.0.5"), nil, nil, "[10.1.0.9]"},
+		{"an old address someone else holds now", []string{"10.1.0.9"}, addrs("10.1.0.5"), nil, map[netip.Addr]bool{netip.MustParseAddr("10.1.0.9"): true}, "[]"},
+		{"a hostname in the status is ignored", []string{"not-an-ip"}, nil, nil, nil, "[]"},
+		{"a released public IP's address the status never showed", []string{"203.0.113.1"}, addrs("203.0.113.1"), addrs("203.0.113.2"), nil, "[203.0.113.2]"},
+		{"a released public IP still the destination", []string{"203.0.113.1"}, addrs("203.0.113.1"), addrs("203.0.113.1"), nil, "[]"},
+		{"a released address in the status too, once", []string{"203.0.113.1", "203.0.113.2"}, addrs("203.0.113.1"), addrs("203.0.113.2"), nil, "[203.0.113.2]"},
+		{"a released shared public IP another service holds", nil, addrs("203.0.113.1"), addrs("203.0.113.3"), map[netip.Addr]bool{netip.MustParseAddr("203.0.113.3"): true}, "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mkService(t, uidA, "a", withStatus(tc.status...))
-			if got := fmt.Sprint(StaleDestinations(s, tc.dsts, tc.held)); got != tc.out {
+			if got := fmt.Sprint(StaleDestinations(s, tc.dsts, tc.former, tc.held)); got != tc.out {
 				t.Errorf("%s, want %s", got, tc.out)
 			}
 		})
