@@ -7,14 +7,16 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 )
 
-// lbTestCompatMetrics: after services were reconciled, /metrics carries the existing Azure
-// provider's families, with its names and labels (request, resource_group, subscription_id,
-// source; code on errors), so its dashboards and alerts keep working: ARM request latency per
-// request name, an injected ARM 500 counted with its code, and the service operations with the
-// service as source.
+// lbTestCompatMetrics: after a burst of services was reconciled, /metrics carries the existing
+// Azure provider's families, with its names and labels (request, resource_group,
+// subscription_id, source; code on errors), so its dashboards and alerts keep working: ARM
+// request latency per request name, an injected ARM 500 counted with its code, and the service
+// operations with each service of the burst as source.
 func lbTestCompatMetrics(l *lbEnv) {
 	t := l.t
 	ctx := context.Background()
@@ -23,8 +25,14 @@ func lbTestCompatMetrics(l *lbEnv) {
 		Message: "compat metrics", Class: middleware.Write, ResourceType: "loadBalancers", Count: 1}); err != nil {
 		t.Fatal(err)
 	}
-	s := l.create(lbService("compat-metrics", nil, lbTCP(8080)))
-	s = l.waitIP(s.Name)
+	const burst = 10
+	var svcs []*corev1.Service
+	for i := range burst {
+		svcs = append(svcs, l.create(lbService(fmt.Sprintf("compat-metrics-%d", i), nil, lbTCP(int32(8080+i)))))
+	}
+	for i, s := range svcs {
+		svcs[i] = l.waitIP(s.Name)
+	}
 	rg, sub := strings.ToLower(l.Azure.ResourceGroup), l.Azure.SubscriptionID
 	want := []struct{ series, labels string }{
 		{"cloudprovider_azure_api_request_duration_seconds_count",
@@ -33,8 +41,10 @@ func lbTestCompatMetrics(l *lbEnv) {
 			fmt.Sprintf(`request="public_ip_addresses_create_or_update",resource_group="%s",source="",subscription_id="%s"`, rg, sub)},
 		{"cloudprovider_azure_api_request_errors",
 			fmt.Sprintf(`code="InternalServerError",request="load_balancers_create_or_update",resource_group="%s",source="",subscription_id="%s"`, rg, sub)},
-		{"cloudprovider_azure_op_duration_seconds_count",
-			fmt.Sprintf(`request="services_ensure_loadbalancer",resource_group="%s",source="default/compat-metrics",subscription_id="%s"`, rg, sub)},
+	}
+	for _, s := range svcs {
+		want = append(want, struct{ series, labels string }{"cloudprovider_azure_op_duration_seconds_count",
+			fmt.Sprintf(`request="services_ensure_loadbalancer",resource_group="%s",source="default/%s",subscription_id="%s"`, rg, s.Name, sub)})
 	}
 	l.waitFor("the existing provider's metric families", func(ctx context.Context) (bool, error) {
 		body, err := l.CCMMetrics(ctx)
@@ -53,7 +63,9 @@ func lbTestCompatMetrics(l *lbEnv) {
 		}
 		return true, nil
 	}, lbWait)
-	l.deleteAndWaitGone(s)
+	for _, s := range svcs {
+		l.deleteAndWaitGone(s)
+	}
 }
 
 // lbSamplesOf lists a family's sample lines (for a failure message).
