@@ -88,15 +88,28 @@ func New(o Options) (*Controller, error) {
 	_, err := o.Volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: func(obj any) {
-			if pv, ok := obj.(*v1.PersistentVolume); ok {
-				c.mu.Lock()
-				delete(c.reported, pv.UID)
-				c.mu.Unlock()
-			}
-		},
+		DeleteFunc: c.forget,
 	})
-	return c, err
+	if err != nil {
+		return nil, fmt.Errorf("pvzones: watching PVs: %w", err)
+	}
+	return c, nil
+}
+
+// forget drops a deleted PV from reported. A deletion the informer missed (a relist after a
+// watch gap) arrives as a tombstone holding the last known PV: without unwrapping it, the PV's
+// entry would stay for the life of the process.
+func (c *Controller) forget(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	delete(c.reported, pv.UID)
+	c.mu.Unlock()
 }
 
 // wanted: an Azure disk PV not labelled yet. The region label marks a PV as done (the

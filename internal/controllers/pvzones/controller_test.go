@@ -3,6 +3,7 @@ package pvzones
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,9 +13,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/azure-ccm/azure-ccm/internal/disks"
@@ -178,5 +181,36 @@ func TestController(t *testing.T) {
 		return fd.callCount("d-missing") >= 3, nil
 	}); err != nil {
 		t.Fatal("missing disk not retried")
+	}
+}
+
+// TestForgetDeletedPVs: a deleted PV leaves reported whether the informer saw the deletion or
+// only a tombstone of it (a relist after a missed watch event); anything else changes nothing.
+func TestForgetDeletedPVs(t *testing.T) {
+	pv := func(uid string) *v1.PersistentVolume {
+		return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + uid, UID: types.UID(uid)}}
+	}
+	for _, tc := range []struct {
+		name string
+		obj  any
+		left []types.UID
+	}{
+		{"the PV", pv("a"), []types.UID{"b"}},
+		{"a tombstone of the PV", cache.DeletedFinalStateUnknown{Key: "pv-a", Obj: pv("a")}, []types.UID{"b"}},
+		{"a tombstone of something else", cache.DeletedFinalStateUnknown{Key: "x", Obj: "not a PV"}, []types.UID{"a", "b"}},
+		{"an unknown PV", pv("c"), []types.UID{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{reported: map[types.UID]bool{"a": true, "b": true}}
+			c.forget(tc.obj)
+			var left []types.UID
+			for uid := range c.reported {
+				left = append(left, uid)
+			}
+			slices.Sort(left)
+			if !slices.Equal(left, tc.left) {
+				t.Fatalf("reported %v after the deletion, want %v", left, tc.left)
+			}
+		})
 	}
 }
