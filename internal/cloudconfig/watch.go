@@ -101,11 +101,16 @@ func (w *Watcher) watchSecret(ctx context.Context) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.Source.Name).String()
 		}))
 	inf := f.Core().V1().Secrets().Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// A new informer that was never started takes handlers; an error here would mean the
+	// Secret is no longer watched, so say so.
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.poke() },
 		UpdateFunc: func(any, any) { w.poke() },
 		DeleteFunc: func(any) { w.poke() },
-	})
+	}); err != nil {
+		klog.ErrorS(err, "Not watching the cloud config Secret; changes to it are seen only on restart", "secret", klog.KRef(w.Source.Namespace, w.Source.Name))
+		return
+	}
 	// The informer lists the Secret through the REST client, which logs bodies at -v=8.
 	f.StartWithContext(withoutBodyLogs(ctx))
 }

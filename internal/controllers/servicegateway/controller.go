@@ -6,6 +6,7 @@ package servicegateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -91,8 +92,9 @@ func EgressPodsInformer(kube kubernetes.Interface, resync time.Duration) (inform
 	return f, f.Core().V1().Pods()
 }
 
-// New wires the informers; Run starts the work.
-func New(o Options) *Controller {
+// New wires the informers; Run starts the work. It fails when an informer no longer takes
+// handlers (it was stopped): the controller would never hear of that kind of object.
+func New(o Options) (*Controller, error) {
 	c := &Controller{o: o,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service-gateway"}),
@@ -110,7 +112,13 @@ func New(o Options) *Controller {
 			c.queue.Add("svc/" + s.Namespace + "/" + s.Name)
 		}
 	}
-	_, _ = o.Services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: svcKey,
+	var errs []error
+	add := func(what string, inf cache.SharedIndexInformer, h cache.ResourceEventHandler) {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			errs = append(errs, fmt.Errorf("service gateway: watching %s: %w", what, err))
+		}
+	}
+	add("services", o.Services.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: svcKey,
 		UpdateFunc: func(_, n any) { svcKey(n) }, DeleteFunc: svcKey})
 	sliceKey := func(obj any) {
 		if s, ok := tombstone[*discoveryv1.EndpointSlice](obj); ok {
@@ -119,10 +127,10 @@ func New(o Options) *Controller {
 			}
 		}
 	}
-	_, _ = o.EndpointSlices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: sliceKey,
+	add("endpoint slices", o.EndpointSlices.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: sliceKey,
 		UpdateFunc: func(_, n any) { sliceKey(n) }, DeleteFunc: sliceKey})
 	// A node address change moves every address on it: recompute all services.
-	_, _ = o.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.queue.Add("nodes") },
+	add("nodes", o.Nodes.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.queue.Add("nodes") },
 		UpdateFunc: func(o, n any) {
 			if !addressesEqual(o.(*v1.Node), n.(*v1.Node)) {
 				c.queue.Add("nodes")
@@ -138,14 +146,18 @@ func New(o Options) *Controller {
 			}
 		}
 	}
-	_, _ = o.EgressPods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: podKey,
+	add("egress pods", o.EgressPods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: podKey,
 		UpdateFunc: func(o, n any) {
 			if op := o.(*v1.Pod); op.Labels[admission.EgressLabel] != n.(*v1.Pod).Labels[admission.EgressLabel] {
 				podKey(op) // the old identity loses the pod
 			}
 			podKey(n)
 		}, DeleteFunc: podKey})
-	return c
+	if err := errors.Join(errs...); err != nil {
+		c.queue.ShutDown()
+		return nil, err
+	}
+	return c, nil
 }
 
 // Updater is the controller's updater (tests, benchmarks).

@@ -2,6 +2,7 @@ package servicegateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,8 +88,11 @@ func TestController(t *testing.T) {
 	f := informers.NewSharedInformerFactory(kube, 0)
 	pf, pods := EgressPodsInformer(kube, 0)
 	rec := record.NewFakeRecorder(100)
-	c := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(), EndpointSlices: f.Discovery().V1().EndpointSlices(),
+	c, err := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(), EndpointSlices: f.Discovery().V1().EndpointSlices(),
 		EgressPods: pods, Recorder: rec, Azure: az, Updater: updater.Options{Gather: time.Millisecond, MinBackoff: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.Start(ctx.Done())
 	pf.Start(ctx.Done())
 	go c.Run(ctx, 2)
@@ -177,4 +181,27 @@ func containsAll(events []string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestNewFailsOnAStoppedInformer: an informer that no longer takes handlers fails New, naming
+// what the controller could not watch, rather than leaving it deaf to those objects.
+func TestNewFailsOnAStoppedInformer(t *testing.T) {
+	kube := fake.NewClientset()
+	f := informers.NewSharedInformerFactory(kube, 0)
+	_, pods := EgressPodsInformer(kube, 0)
+	nodes := f.Core().V1().Nodes()
+	stop := make(chan struct{})
+	go nodes.Informer().Run(stop)
+	close(stop)
+	testutil.Eventually(t, "the node informer stopped", func() error {
+		if !nodes.Informer().IsStopped() {
+			return errors.New("still running")
+		}
+		return nil
+	})
+	_, err := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: nodes, EndpointSlices: f.Discovery().V1().EndpointSlices(),
+		EgressPods: pods, Recorder: record.NewFakeRecorder(1)})
+	if err == nil || !strings.Contains(err.Error(), "watching nodes") {
+		t.Fatalf("New with a stopped node informer: %v, want an error naming the nodes", err)
+	}
 }

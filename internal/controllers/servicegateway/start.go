@@ -41,9 +41,12 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 		ClusterName: cc.ClusterName(), VNetID: azureid.VirtualNetwork(cfg.NetworkSubscriptionID(), cfg.VnetRG(), cfg.VnetName)}
 	podFactory, pods := EgressPodsInformer(kube, 0)
 	f := cc.Informers()
-	c := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(),
+	c, err := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(),
 		EndpointSlices: f.Discovery().V1().EndpointSlices(), EgressPods: pods, Recorder: cc.Recorder(ctx, kube, "service-gateway-controller"),
 		Azure: &updater.Azure{Scope: scope, Network: d.Network, PollFrequency: d.PollFrequency}})
+	if err != nil {
+		return nil, false, err
+	}
 	podFactory.Start(ctx.Done())
 	go c.Run(ctx, workers)
 	klog.InfoS("Service gateway controller started", "gateway", scope.GatewayID(), "vnet", scope.VNetID)
