@@ -107,9 +107,15 @@ func (l *LoadBalancer) writePrivateLink(ctx context.Context, c *plan.Cluster, s 
 	spec := plan.PrivateLinkSpec{ClusterName: c.ClusterName, Location: l.cfg.Location, Owner: s.Key(), Options: s.Opts.PLS,
 		FrontendID: frontendID, SubnetID: subnetID, SubnetName: subnetName, Tags: c.TagPolicy.Config}
 	w := l.opts.Writers.PrivateLinkServices.For(azureid.PrivateLinkService(l.cfg.NetworkSubscriptionID(), rg, name))
-	puts := w.Stats().Puts
+	// Whether this call's mutation changed the PLS, decided by the mutation itself: the writer's
+	// put count also moves for other callers' writes in the meantime. Read only after Submit
+	// returned without error (the mutation's last run is the one written).
+	changed := false
 	stored, err := w.Submit(ctx, func(cur *armnetwork.PrivateLinkService) (*armnetwork.PrivateLinkService, error) {
-		return plan.ApplyPrivateLink(cur, name, spec)
+		before := writer.DeepCopy(cur)
+		next, err := plan.ApplyPrivateLink(cur, name, spec)
+		changed = err == nil && !writer.DeepEqual(before, next)
+		return next, err
 	})
 	l.plsWritten(rg, name, stored, err)
 	op := "update"
@@ -129,7 +135,7 @@ func (l *LoadBalancer) writePrivateLink(ctx context.Context, c *plan.Cluster, s 
 		// The load balancer's frontend now refers to the PLS: its ETag moved.
 		l.lbs.For(lbID).Invalidate()
 		l.event(s.Svc, v1.EventTypeNormal, ReasonPLSCreated, fmt.Sprintf("created private link service %s (alias %s) on frontend %s", name, alias, azureid.Name(frontendID)))
-	case w.Stats().Puts != puts:
+	case changed:
 		l.event(s.Svc, v1.EventTypeNormal, ReasonPLSUpdated, fmt.Sprintf("updated private link service %s to the service's azure-pls-* annotations", name))
 	}
 	return l.recordAlias(ctx, s.Svc, alias)

@@ -112,6 +112,9 @@ func TestPrivateLinkServiceLifecycle(t *testing.T) {
 	if w := e.writes(t); w != before {
 		t.Fatalf("a second reconcile wrote %d times", w-before)
 	}
+	if evs := eventsWith(e, ReasonPLSUpdated); len(evs) != 0 {
+		t.Fatalf("a reconcile that changed nothing says it updated the PLS: %v", evs)
+	}
 
 	// Every annotation changed: applied in place (same name, same alias).
 	svc.Annotations[annotations.PLSIPAddressCount] = "2"
@@ -135,6 +138,9 @@ func TestPrivateLinkServiceLifecycle(t *testing.T) {
 	}
 	if !static {
 		t.Fatalf("static primary NAT address missing: %s", mustJSONT(t, pp.IPConfigurations))
+	}
+	if evs := eventsWith(e, ReasonPLSUpdated); len(evs) != 1 {
+		t.Fatalf("update events %v, want one", evs)
 	}
 	// A rename is refused, nothing written.
 	svc.Annotations[annotations.PLSName] = "another-name"
