@@ -332,6 +332,12 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 		b.StartStructuredLogging(0)
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 		c.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "azure-cloud-provider"})
+		// A reload initialises the next provider with a new stop channel and closes this one:
+		// the broadcaster's goroutines end with it instead of piling up with every reload.
+		go func() {
+			<-stop
+			b.Shutdown()
+		}()
 		if w := c.Config.LoginWarning(); w != "" && c.opts.ConfigObject != nil && c.opts.ARM.Credential == nil {
 			c.recorder.Event(c.opts.ConfigObject, v1.EventTypeWarning, ReasonLoginMethodsIgnored, w)
 		}

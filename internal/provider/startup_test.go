@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/config"
+	"github.com/azure-ccm/azure-ccm/internal/testutil"
 )
 
 func testPFX(t *testing.T, password string) []byte {
@@ -204,4 +206,44 @@ func TestInitializeFatalOnConfigurationMistake(t *testing.T) {
 	default:
 		t.Fatal("Initialize did not stop the process")
 	}
+}
+
+// TestInitializeEndsWithItsStopChannel: every Initialize (a config reload makes one per
+// generation) starts an event broadcaster and a zone refresher; closing its stop channel ends
+// them, so twenty generations in a row leave the goroutine count where it was.
+func TestInitializeEndsWithItsStopChannel(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"resourceTypes":[]}`))
+	}))
+	defer srv.Close()
+	cfg, err := config.Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Prepare(cfg, Options{Fatal: func(err error) { t.Errorf("fatal: %v", err) }, ARM: arm.Options{
+		Credential: staticCred{}, Transport: srv.Client(), Metrics: arm.NewMetrics(),
+		Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login/"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientset()
+	first := make(chan struct{})
+	defer close(first)
+	c.Initialize(fakeClientBuilder{kube: kube}, first)
+	if !c.Started() {
+		t.Fatal("not started")
+	}
+	base := runtime.NumGoroutine()
+	for range 20 {
+		stop := make(chan struct{})
+		c.Initialize(fakeClientBuilder{kube: kube}, stop)
+		close(stop)
+	}
+	testutil.Eventually(t, "the goroutines of twenty closed generations gone", func() error {
+		if n := runtime.NumGoroutine(); n > base+5 {
+			return fmt.Errorf("%d goroutines, %d before the generations", n, base)
+		}
+		return nil
+	})
 }
