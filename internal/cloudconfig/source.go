@@ -204,7 +204,7 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 		case apierrors.IsForbidden(err) && in.HasFile && mergeMode(in.File):
 			// A deployment without read access to the Secret keeps working on its file, as
 			// before the Secret was a source; secret mode (or no file) cannot.
-			klog.InfoS("Warning: the cloud config Secret cannot be read; using the file alone", "secret", in.SecretName, "err", err)
+			klog.ErrorS(err, "The cloud config Secret cannot be read; using the file alone", "secret", in.SecretName)
 			forbidden = true
 		case err != nil:
 			return Loaded{}, fmt.Errorf("reading Secret %s: %w", in.SecretName, err)

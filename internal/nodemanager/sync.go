@@ -74,7 +74,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 		first = false
 		if node.Spec.ProviderID != "" && md.ProviderID != "" && node.Spec.ProviderID != md.ProviderID {
-			klog.InfoS("Warning: the node's providerID differs from its VM's; leaving it", "node", s.NodeName,
+			klog.ErrorS(nil, "The node's providerID differs from its VM's; leaving it", "node", s.NodeName,
 				"providerID", node.Spec.ProviderID, "vmProviderID", md.ProviderID, "source", s.Source.Name())
 		}
 		wasInitialising := initialising(node)

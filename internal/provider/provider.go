@@ -136,7 +136,7 @@ func PrepareFromBytes(data []byte, o Options) (*Cloud, error) {
 		return nil, fmt.Errorf("invalid cloud config: %w", err)
 	}
 	if unknown, _ := config.UnknownKeys(bytes.TrimSpace(data)); len(unknown) > 0 {
-		klog.InfoS("Warning: unknown keys in the cloud config are ignored", "keys", unknown)
+		klog.ErrorS(nil, "Unknown keys in the cloud config are ignored", "keys", unknown)
 	}
 	return Prepare(cfg, o)
 }

@@ -132,7 +132,7 @@ func (c *Controller) report(n *v1.Node, obs ipam.Observation) {
 		c.o.Recorder.Eventf(n, v1.EventTypeWarning, ReasonConflict, "Pod CIDR %s overlaps %s", cf.CIDR, holders)
 	}
 	for _, u := range obs.Unusable {
-		klog.InfoS("Warning: node's pod CIDR is outside every cluster CIDR (--cluster-cidr); not tracked", "node", n.Name, "podCIDR", u)
+		klog.ErrorS(nil, "Node's pod CIDR is outside every cluster CIDR (--cluster-cidr); not tracked", "node", n.Name, "podCIDR", u)
 		c.o.Recorder.Eventf(n, v1.EventTypeWarning, ReasonUnusable, "Pod CIDR %q is not inside --cluster-cidr; the node-ipam controller does not track it", u)
 	}
 	if obs.Changed {

@@ -33,7 +33,7 @@ func Start(ctx context.Context, cc controllers.Context, d Deps) (controller.Inte
 		return nil, false, fmt.Errorf("node-ipam: %w", err)
 	}
 	for _, w := range warnings {
-		klog.InfoS("Warning: node-ipam flag not applied", "reason", w)
+		klog.ErrorS(nil, "Node IPAM flag not applied", "reason", w)
 	}
 	for _, s := range specs {
 		klog.InfoS("Node-ipam pool", "clusterCIDR", s.Cluster, "nodeMask", s.NodeBits, "reserved", s.Reserved)

@@ -331,7 +331,7 @@ func (x *executor) checkOutbound(ctx context.Context) {
 		return
 	}
 	msg := fmt.Sprintf("The Standard load balancer %s has no outbound rule: configure outbound connectivity (outbound rule, NAT gateway or instance public IPs); see docs/migration-basic-to-standard.md", prefix)
-	klog.InfoS("Warning: "+msg, "loadBalancer", prefix)
+	klog.ErrorS(nil, "Standard load balancer without an outbound rule after the migration: configure outbound connectivity", "loadBalancer", prefix)
 	for _, sp := range x.handed {
 		x.event(sp, v1.EventTypeWarning, ReasonNoOutboundRule, msg)
 	}

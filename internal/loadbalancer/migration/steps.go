@@ -30,7 +30,7 @@ func (x *executor) execute(ctx context.Context, p *Plan, nodes []*v1.Node, attem
 	klog.InfoS("Basic to Standard load balancer migration", "attempt", attempt, "basicLoadBalancers", len(p.BasicLBs),
 		"services", len(p.Services), "steps", p.Counts())
 	for _, w := range p.Warnings {
-		klog.InfoS("Warning: migration: " + w)
+		klog.ErrorS(nil, "Basic to Standard migration warning", "warning", w)
 	}
 	for _, sp := range p.Services {
 		if !x.announced[sp.Key] {
@@ -234,7 +234,7 @@ func (x *executor) handOff(ctx context.Context, steps []Step, nodes []*v1.Node) 
 		for _, a := range sp.IPs {
 			if !slices.Contains(got, a) {
 				x.event(sp, v1.EventTypeWarning, ReasonIPChanged, fmt.Sprintf("The service's address %s was not kept by the Standard load balancer (now %v)", a, got))
-				klog.InfoS("Warning: migration changed a service's address", "service", sp.Key, "old", sp.IPs, "new", got)
+				klog.ErrorS(nil, "Migration changed a service's address", "service", sp.Key, "old", sp.IPs, "new", got)
 				break
 			}
 		}

@@ -35,7 +35,7 @@ var (
 func (x *executor) execute(ctx context.Context, p *Plan, in Input, attempt int) error {
 	klog.InfoS("Backend pool migration to IP-based", "attempt", attempt, "loadBalancers", len(p.LoadBalancers), "steps", p.Counts())
 	for _, w := range p.Warnings {
-		klog.InfoS("Warning: backend pool migration: " + w)
+		klog.ErrorS(nil, "Backend pool migration warning", "warning", w)
 	}
 	if !x.announced["start"] {
 		x.announced["start"] = true
