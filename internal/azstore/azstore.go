@@ -12,19 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	azpolicy "github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
-
-// IsNotFound reports an ARM 404.
-func IsNotFound(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
-}
 
 // policy adds one request header.
 func policy(ctx context.Context, key, value string) context.Context {
@@ -83,7 +77,7 @@ func (s *LoadBalancer) Get(ctx context.Context) (*armnetwork.LoadBalancer, strin
 		return &lb, etagOf(lb.Etag), nil
 	}
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
@@ -116,7 +110,7 @@ func (s *LoadBalancer) Put(ctx context.Context, obj *armnetwork.LoadBalancer, et
 // Delete implements writer.Store.
 func (s *LoadBalancer) Delete(ctx context.Context, etag string) error {
 	p, err := s.Client.BeginDelete(conditional(ctx, etag), s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -258,7 +252,7 @@ func (s *SecurityGroup) Get(ctx context.Context) (*armnetwork.SecurityGroup, str
 		return &sg, etagOf(sg.Etag), nil
 	}
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
@@ -306,7 +300,7 @@ type PublicIP struct {
 // Get implements writer.Store.
 func (s *PublicIP) Get(ctx context.Context) (*armnetwork.PublicIPAddress, string, error) {
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
@@ -338,7 +332,7 @@ func (s *PublicIP) Put(ctx context.Context, obj *armnetwork.PublicIPAddress, eta
 // Delete implements writer.Store.
 func (s *PublicIP) Delete(ctx context.Context, etag string) error {
 	p, err := s.Client.BeginDelete(conditional(ctx, etag), s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -360,7 +354,7 @@ type RouteTable struct {
 // Get implements writer.Store.
 func (s *RouteTable) Get(ctx context.Context) (*armnetwork.RouteTable, string, error) {
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {

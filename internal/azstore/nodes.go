@@ -8,6 +8,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 )
 
 // The stores below hold the node-side resources that nodeIPConfiguration backend pools are
@@ -25,7 +27,7 @@ type Interface struct {
 // Get implements writer.Store.
 func (s *Interface) Get(ctx context.Context) (*armnetwork.Interface, string, error) {
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
@@ -93,7 +95,7 @@ type ScaleSetVM struct {
 // Get implements writer.Store.
 func (s *ScaleSetVM) Get(ctx context.Context) (*armcompute.VirtualMachineScaleSetVM, string, error) {
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.ScaleSet, s.InstanceID, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
@@ -144,7 +146,7 @@ type ScaleSet struct {
 // Get implements writer.Store.
 func (s *ScaleSet) Get(ctx context.Context) (*armcompute.VirtualMachineScaleSet, string, error) {
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 )
 
 // PrivateLinkService is the store of one private link service. Deleting it first removes its
@@ -23,7 +25,7 @@ type PrivateLinkService struct {
 // Get implements writer.Store.
 func (s *PrivateLinkService) Get(ctx context.Context) (*armnetwork.PrivateLinkService, string, error) {
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
@@ -70,7 +72,7 @@ func (s *PrivateLinkService) Delete(ctx context.Context, etag string) error {
 				continue
 			}
 			p, err := s.Client.BeginDeletePrivateEndpointConnection(ctx, s.ResourceGroup, s.Name, *c.Name, nil)
-			if IsNotFound(err) {
+			if arm.IsNotFound(err) {
 				continue
 			}
 			if err != nil {
@@ -86,7 +88,7 @@ func (s *PrivateLinkService) Delete(ctx context.Context, etag string) error {
 		}
 	}
 	p, err := s.Client.BeginDelete(conditional(ctx, curETag), s.ResourceGroup, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -108,7 +110,7 @@ type Subnet struct {
 // Get implements writer.Store.
 func (s *Subnet) Get(ctx context.Context) (*armnetwork.Subnet, string, error) {
 	resp, err := s.Client.Get(ctx, s.ResourceGroup, s.VNet, s.Name, nil)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {

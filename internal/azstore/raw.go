@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	azarm "github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	azpolicy "github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/armjson"
 )
 
@@ -33,7 +34,7 @@ type RawClient struct {
 
 // NewRawClient takes the pipeline and endpoint of an azcore ARM client built with the same
 // credential and options as the SDK's clients.
-func NewRawClient(c *arm.Client, codec *armjson.Codec) *RawClient {
+func NewRawClient(c *azarm.Client, codec *armjson.Codec) *RawClient {
 	return &RawClient{Pipeline: c.Pipeline(), Endpoint: c.Endpoint(), Codec: codec}
 }
 
@@ -63,7 +64,7 @@ func (c *RawClient) Get(ctx context.Context, id, apiVersion string, out any) (fo
 	}
 	if !runtime.HasStatusCode(resp, http.StatusOK) {
 		err := runtime.NewResponseError(resp)
-		if IsNotFound(err) {
+		if arm.IsNotFound(err) {
 			return false, nil
 		}
 		return false, err

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	azarm "github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/server"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
@@ -52,7 +53,7 @@ func azsim(t *testing.T, ctx context.Context) *updater.Azure {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := armnetwork.NewClientFactory(topology.DefaultSubscriptionID, cred, &arm.ClientOptions{ClientOptions: opts})
+	f, err := armnetwork.NewClientFactory(topology.DefaultSubscriptionID, cred, &azarm.ClientOptions{ClientOptions: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestController(t *testing.T) {
 		if len(st.Services) != 0 || len(st.Locations) != 0 {
 			return fmt.Errorf("gateway still has %d services, locations %v", len(st.Services), st.Locations)
 		}
-		if _, err := az.Network.NewLoadBalancersClient().Get(ctx, testRG, "abc-1", nil); !updater.IsNotFound(err) {
+		if _, err := az.Network.NewLoadBalancersClient().Get(ctx, testRG, "abc-1", nil); !arm.IsNotFound(err) {
 			return fmt.Errorf("load balancer still there: %v", err)
 		}
 		return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/difftracker"
 )
 
@@ -105,9 +106,6 @@ func withOurTags(ours, current map[string]*string) map[string]*string {
 // read: someone else took it over, so it is left alone.
 var ErrNoLongerOwned = errors.New("no longer carries this cluster's tags: left alone")
 
-// IsPreconditionFailed reports a 412 (If-Match / If-None-Match not met).
-func IsPreconditionFailed(err error) bool { return StatusOf(err) == http.StatusPreconditionFailed }
-
 // resourceIO is one resource's reads and writes for put and del.
 type resourceIO struct {
 	key, what string // "pip/<name>", "public IP <name>"
@@ -120,7 +118,7 @@ type resourceIO struct {
 // refresh re-reads the resource; false when it does not exist.
 func (a *Azure) refresh(ctx context.Context, r resourceIO) (bool, error) {
 	etag, tags, err := r.get(ctx)
-	if IsNotFound(err) {
+	if arm.IsNotFound(err) {
 		a.forget(r.key)
 		return false, nil
 	}
@@ -148,7 +146,7 @@ func (a *Azure) put(ctx context.Context, r resourceIO, ours map[string]*string) 
 			a.remember(r.key, etag, tags)
 			return nil
 		}
-		if !IsPreconditionFailed(err) {
+		if !arm.IsPreconditionFailed(err) {
 			break
 		}
 		klog.V(2).InfoS("Service gateway resource changed by another writer, re-reading", "resource", r.what)
@@ -182,11 +180,11 @@ func (a *Azure) del(ctx context.Context, r resourceIO) error {
 			ictx = policy.WithHTTPHeader(ctx, http.Header{"If-Match": []string{k.etag}})
 		}
 		err = r.del(ictx)
-		if err == nil || IsNotFound(err) {
+		if err == nil || arm.IsNotFound(err) {
 			a.forget(r.key)
 			return nil
 		}
-		if !IsPreconditionFailed(err) {
+		if !arm.IsPreconditionFailed(err) {
 			break
 		}
 		a.forget(r.key)
@@ -211,21 +209,6 @@ func synchronous(err error) bool {
 		return false
 	}
 	return re.RawResponse == nil || re.RawResponse.Request == nil || re.RawResponse.Request.Method == http.MethodPost
-}
-
-// IsNotFound reports a 404.
-func IsNotFound(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
-}
-
-// StatusOf is the HTTP status of an ARM error (0 if none).
-func StatusOf(err error) int {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
 }
 
 // UpdateServices sends one updateServices request (PartialUpdate).

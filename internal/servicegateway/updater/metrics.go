@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 )
 
 const subsystem = "servicegateway"
@@ -52,7 +54,7 @@ func observeCall(call string, start time.Time, err error) {
 	callLatency.WithLabelValues(call).Observe(time.Since(start).Seconds())
 	if err != nil {
 		calls.WithLabelValues(call, "error").Inc()
-		callErrors.WithLabelValues(call, strconv.Itoa(StatusOf(err))).Inc()
+		callErrors.WithLabelValues(call, strconv.Itoa(arm.StatusCode(err))).Inc()
 		return
 	}
 	calls.WithLabelValues(call, "success").Inc()
