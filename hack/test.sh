@@ -115,11 +115,13 @@ want integration && suite integration 10m "${INTEGRATION[@]}"
 # deploy/: chart, manifests, schemas, dashboard (installs helm and kubeconform on first use).
 want deploy && stage deploy "${ROOT}/hack/verify-deploy.sh"
 
-# The images: built (hack/images: static binaries for linux/amd64 and linux/arm64, compiled from
-# scratch on the first run, about two minutes once the build cache holds them), then run in
-# podman as the chart runs them (test/images). Installs podman and runc from Debian when missing; a
-# missing runtime fails the suite.
+# The images: built (hack/images: static binaries, compiled from scratch on the first run), then
+# run in podman as the chart runs them (test/images). Only the host's platform: the tests can run
+# nothing else, and the second architecture doubled the stage's compile on a cold machine;
+# `make images` builds linux/amd64 and linux/arm64 (PLATFORMS overrides either). Installs podman
+# and runc from Debian when missing; a missing runtime fails the suite.
 if want images; then
+  export PLATFORMS="${PLATFORMS:-linux/$("${GO}" env GOARCH)}"
   stage images-build bash -c '"$1"/hack/install-podman.sh && "$2" run ./hack/images' _ "${ROOT}" "${GO}" &&
     suite images 15m -tags images ./test/images/...
 fi

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,10 @@ import (
 // process and without a leadership change; an invalid edit is refused with an event on the
 // Secret naming the key, and the running configuration stays. The Secret also configures a
 // client certificate beside the client secret: the CCM starts with the secret and records a
-// LoginMethodsIgnored Warning on the Secret.
+// LoginMethodsIgnored Warning on the Secret. The CCM runs at -v=10, where client-go logs the
+// response bodies it reads: neither the client secret nor the Secret's data (the document, raw
+// or base64 as the API server sends it) may appear in its log, through the first read or the
+// watch that reloads it.
 func TestCloudConfigSecretReload(t *testing.T) {
 	ctx := context.Background()
 	secretData := func(d map[string]any) map[string][]byte {
@@ -37,7 +42,7 @@ func TestCloudConfigSecretReload(t *testing.T) {
 	}
 	var doc map[string]any
 	l := lbStart(t, lbOptions{
-		CCMArgs: []string{"--cloud-config=", "--enable-dynamic-reloading=true", "--leader-elect=true",
+		CCMArgs: []string{"--v=10", "--cloud-config=", "--enable-dynamic-reloading=true", "--leader-elect=true",
 			"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"},
 		BeforeCCM: func(e *framework.Env) {
 			doc = e.Azure.CloudConfig()
@@ -211,6 +216,42 @@ func TestCloudConfigSecretReload(t *testing.T) {
 	for _, m := range []string{`azure_ccm_cloud_config_reloads_total{result="success"} 1`, `azure_ccm_cloud_config_reloads_total{result="invalid"} 1`} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+	assertSecretNotLogged(t, e, doc, bad)
+}
+
+// assertSecretNotLogged fails when the CCM's log shows the client secret of any of the documents
+// the Secret held (raw or base64) or one of those documents as the API server sent it (its data
+// is base64 in the JSON body). It first checks that the log holds response bodies at all, so a
+// log that lost -v=10 cannot pass.
+func assertSecretNotLogged(t *testing.T, e *framework.Env, docs ...map[string]any) {
+	t.Helper()
+	log, err := os.ReadFile(e.CCMLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "Response Body") {
+		t.Fatalf("the CCM log (%d bytes) has no response bodies: was it run at -v=10?", len(log))
+	}
+	for _, d := range docs {
+		secret, _ := d["aadClientSecret"].(string)
+		if secret == "" {
+			t.Fatal("the document has no aadClientSecret to look for")
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, v := range map[string]string{
+			"the client secret":               secret,
+			"the client secret in base64":     base64.StdEncoding.EncodeToString([]byte(secret)),
+			"the Secret's data (base64)":      base64.StdEncoding.EncodeToString(b),
+			"the Secret's data (JSON-quoted)": strings.Trim(strconv.Quote(string(b)), `"`),
+		} {
+			if strings.Contains(string(log), v) {
+				t.Errorf("the CCM log at -v=10 shows %s", what)
+			}
 		}
 	}
 }
