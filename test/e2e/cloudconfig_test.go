@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -234,7 +235,9 @@ func assertSecretNotLogged(t *testing.T, e *framework.Env, docs ...map[string]an
 	if !strings.Contains(string(log), "Response Body") {
 		t.Fatalf("the CCM log (%d bytes) has no response bodies: was it run at -v=10?", len(log))
 	}
-	for _, d := range docs {
+	// Protobuf bodies are logged as hex dumps, 16 bytes a line: search their bytes too.
+	text := string(log) + "\n" + hexDumpBytes(string(log))
+	for i, d := range docs {
 		secret, _ := d["aadClientSecret"].(string)
 		if secret == "" {
 			t.Fatal("the document has no aadClientSecret to look for")
@@ -249,9 +252,28 @@ func assertSecretNotLogged(t *testing.T, e *framework.Env, docs ...map[string]an
 			"the Secret's data (base64)":      base64.StdEncoding.EncodeToString(b),
 			"the Secret's data (JSON-quoted)": strings.Trim(strconv.Quote(string(b)), `"`),
 		} {
-			if strings.Contains(string(log), v) {
-				t.Errorf("the CCM log at -v=10 shows %s", what)
+			if strings.Contains(text, v) {
+				t.Errorf("the CCM log at -v=10 shows %s of the Secret's document %d", what, i)
 			}
 		}
 	}
+}
+
+// hexDumpLine is a line of encoding/hex.Dump output: offset, up to 16 hex bytes, the text column.
+var hexDumpLine = regexp.MustCompile(`(?m)^\s*([0-9a-f]{8})  ((?:[0-9a-f]{2}  ?)+) *\|`)
+
+// hexDumpBytes decodes every hex dump in log, each dump's bytes in one run, dumps separated by a
+// newline.
+func hexDumpBytes(log string) string {
+	var b strings.Builder
+	for _, m := range hexDumpLine.FindAllStringSubmatch(log, -1) {
+		if m[1] == "00000000" {
+			b.WriteByte('\n')
+		}
+		raw, err := hex.DecodeString(strings.ReplaceAll(m[2], " ", ""))
+		if err == nil {
+			b.Write(raw)
+		}
+	}
+	return b.String()
 }
