@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -19,6 +18,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/parallel"
 )
 
 // errGone fails a mutation whose resource no longer exists (nothing to detach or upgrade).
@@ -86,26 +86,9 @@ func (x *executor) parallel(ctx context.Context, steps []Step, fn func(context.C
 }
 
 func (x *executor) parallelN(ctx context.Context, n int, steps []Step, fn func(context.Context, Step) error) error {
-	sem := make(chan struct{}, max(n, 1))
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for _, s := range steps {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(s Step) {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(ctx, s); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}(s)
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(parallel.Do(ctx, n, len(steps), func(ctx context.Context, i int) error {
+		return fn(ctx, steps[i])
+	})...)
 }
 
 // step runs one Azure step as a conditional read-modify-write (412: re-read and re-apply).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -19,6 +18,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/azureid"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/membership"
+	"github.com/azure-ccm/azure-ccm/internal/parallel"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
@@ -76,30 +76,15 @@ func (x *executor) execute(ctx context.Context, p *Plan, in Input, attempt int) 
 
 // parallel runs fn for every step, at most Concurrency at a time, and joins the errors.
 func (x *executor) parallel(ctx context.Context, ss []Step, fn func(context.Context, Step) error) error {
-	sem := make(chan struct{}, max(x.o.Concurrency, 1))
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for _, s := range ss {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(s Step) {
-			defer func() { <-sem; wg.Done() }()
-			err := fn(ctx, s)
-			result := "success"
-			if err != nil {
-				result = "error"
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			steps.WithLabelValues(s.Phase.String(), result).Inc()
-		}(s)
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(parallel.Do(ctx, x.o.Concurrency, len(ss), func(ctx context.Context, i int) error {
+		err := fn(ctx, ss[i])
+		result := "success"
+		if err != nil {
+			result = "error"
+		}
+		steps.WithLabelValues(ss[i].Phase.String(), result).Inc()
+		return err
+	})...)
 }
 
 // step runs one step as a conditional read-modify-write through the resource's writer.

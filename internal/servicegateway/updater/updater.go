@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/parallel"
 	dt "github.com/azure-ccm/azure-ccm/internal/servicegateway/difftracker"
 )
 
@@ -281,37 +282,24 @@ func (u *Updater) register(ctx context.Context) error {
 		return nil
 	}
 	applied := u.tracker.Applied()
-	type result struct {
-		s   dt.Service
-		err error
-	}
-	results := make([]result, len(todo))
-	sem := make(chan struct{}, u.o.Parallel)
-	var wg sync.WaitGroup
-	for i, s := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i] = result{s: s, err: u.writeResources(ctx, s)}
-		}()
-	}
-	wg.Wait()
+	written := parallel.Do(ctx, u.o.Parallel, len(todo), func(ctx context.Context, i int) error {
+		return u.writeResources(ctx, todo[i])
+	})
 	var errs []error
 	var ok []dt.Service
 	var reqs []*armnetwork.ServiceGatewayServiceRequest
-	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
+	for i, s := range todo {
+		if err := written[i]; err != nil {
+			errs = append(errs, err)
 			if u.o.Callbacks.Failed != nil {
-				u.o.Callbacks.Failed(r.s.Name, r.s.Kind, r.err)
+				u.o.Callbacks.Failed(s.Name, s.Kind, err)
 			}
 			continue
 		}
-		ok = append(ok, r.s)
-		if _, known := applied[r.s.Name]; !known { // a config change needs no new registration
+		ok = append(ok, s)
+		if _, known := applied[s.Name]; !known { // a config change needs no new registration
 			reqs = append(reqs, &armnetwork.ServiceGatewayServiceRequest{IsDelete: to.Ptr(false),
-				Service: u.o.Azure.Scope.Registration(r.s.Name, r.s.Kind == dt.Outbound)})
+				Service: u.o.Azure.Scope.Registration(s.Name, s.Kind == dt.Outbound)})
 		}
 	}
 	if len(reqs) > 0 {
@@ -428,55 +416,47 @@ func (u *Updater) deleteLeftovers(ctx context.Context) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, u.o.Parallel)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			for _, key := range j.keys {
-				typ, name, _ := strings.Cut(key, "/")
-				start := time.Now()
-				err := u.o.Azure.Delete(ctx, typ, name)
-				disowned := errors.Is(err, ErrNoLongerOwned)
-				if disowned {
-					err = nil
-				}
-				observeCall("delete_"+typ, start, err)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				u.mu.Lock()
-				delete(u.orphans, key)
-				u.mu.Unlock()
-				if disowned {
-					// Someone took it over; what it references (its public IP) stays with it.
-					klog.InfoS("Service gateway resource is no longer this cluster's: it and the rest of its service's resources are left alone", "resource", key, "rest", j.keys)
-					u.mu.Lock()
-					for _, rest := range j.keys {
-						delete(u.orphans, rest)
-					}
-					u.mu.Unlock()
-					break
-				}
+	errs := parallel.Do(ctx, u.o.Parallel, len(jobs), func(ctx context.Context, i int) error {
+		j := jobs[i]
+		for _, key := range j.keys {
+			typ, name, _ := strings.Cut(key, "/")
+			start := time.Now()
+			err := u.o.Azure.Delete(ctx, typ, name)
+			disowned := errors.Is(err, ErrNoLongerOwned)
+			if disowned {
+				err = nil
 			}
-			if j.name == "" {
-				return
+			observeCall("delete_"+typ, start, err)
+			if err != nil {
+				return err
 			}
 			u.mu.Lock()
-			delete(u.leftovers, j.name)
-			delete(u.ips, j.name)
-			delete(u.reported, j.name)
+			delete(u.orphans, key)
 			u.mu.Unlock()
-			if u.o.Callbacks.Removed != nil {
-				u.o.Callbacks.Removed(j.name, j.kind)
+			if disowned {
+				// Someone took it over; what it references (its public IP) stays with it.
+				klog.InfoS("Service gateway resource is no longer this cluster's: it and the rest of its service's resources are left alone", "resource", key, "rest", j.keys)
+				u.mu.Lock()
+				for _, rest := range j.keys {
+					delete(u.orphans, rest)
+				}
+				u.mu.Unlock()
+				break
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		if j.name == "" {
+			return nil
+		}
+		u.mu.Lock()
+		delete(u.leftovers, j.name)
+		delete(u.ips, j.name)
+		delete(u.reported, j.name)
+		u.mu.Unlock()
+		if u.o.Callbacks.Removed != nil {
+			u.o.Callbacks.Removed(j.name, j.kind)
+		}
+		return nil
+	})
 	return errors.Join(errs...)
 }
 
