@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/azure-ccm/azure-ccm/internal/tombstone"
 )
 
 // NodeMap is the informer-maintained view of nodes that lookups by node name need (routes get
@@ -42,14 +44,8 @@ func (m *NodeMap) Watch(inf cache.SharedIndexInformer) error {
 }
 
 func asNode(obj any) *v1.Node {
-	switch o := obj.(type) {
-	case *v1.Node:
-		return o
-	case cache.DeletedFinalStateUnknown:
-		n, _ := o.Obj.(*v1.Node)
-		return n
-	}
-	return nil
+	n, _ := tombstone.As[*v1.Node](obj)
+	return n
 }
 
 // Set records a node (the object is shared with the informer and must not be modified).

@@ -38,6 +38,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/controllers/keyqueue"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/backends"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
+	"github.com/azure-ccm/azure-ccm/internal/tombstone"
 	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
@@ -234,15 +235,9 @@ func (c *Controller) nodeChanged(old, cur *v1.Node) {
 }
 
 func (c *Controller) nodeDeleted(obj any) {
-	n, ok := obj.(*v1.Node)
+	n, ok := tombstone.As[*v1.Node](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if n, ok = tomb.Obj.(*v1.Node); !ok {
-			return
-		}
+		return
 	}
 	// Nothing is called: its entries go with normal pool reconciliation.
 	klog.V(2).InfoS("Node deleted; its backend entries leave with pool reconciliation", "node", n.Name)

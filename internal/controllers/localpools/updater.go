@@ -17,6 +17,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/multislb"
+	"github.com/azure-ccm/azure-ccm/internal/tombstone"
 )
 
 // Event reasons (the existing provider's).
@@ -93,10 +94,7 @@ func (u *Updater) Enqueue(key string) {
 // pool is decided at flush time, from the then current Service.
 func (u *Updater) SliceHandler() cache.ResourceEventHandler {
 	enqueue := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		s, ok := obj.(*discoveryv1.EndpointSlice)
+		s, ok := tombstone.As[*discoveryv1.EndpointSlice](obj)
 		if !ok {
 			return
 		}

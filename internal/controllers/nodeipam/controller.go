@@ -32,6 +32,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers/keyqueue"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/nodeipam/ipam"
+	"github.com/azure-ccm/azure-ccm/internal/tombstone"
 )
 
 // Event reasons (on the Node).
@@ -141,10 +142,7 @@ func (c *Controller) report(n *v1.Node, obs ipam.Observation) {
 }
 
 func (c *Controller) deleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	n, ok := obj.(*v1.Node)
+	n, ok := tombstone.As[*v1.Node](obj)
 	if !ok {
 		return
 	}

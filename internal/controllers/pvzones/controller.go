@@ -27,6 +27,7 @@ import (
 
 	"github.com/azure-ccm/azure-ccm/internal/controllers/keyqueue"
 	"github.com/azure-ccm/azure-ccm/internal/disks"
+	"github.com/azure-ccm/azure-ccm/internal/tombstone"
 )
 
 // Event reasons (on the PV).
@@ -100,10 +101,7 @@ func New(o Options) (*Controller, error) {
 // watch gap) arrives as a tombstone holding the last known PV: without unwrapping it, the PV's
 // entry would stay for the life of the process.
 func (c *Controller) forget(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pv, ok := obj.(*v1.PersistentVolume)
+	pv, ok := tombstone.As[*v1.PersistentVolume](obj)
 	if !ok {
 		return
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/admission"
 	dt "github.com/azure-ccm/azure-ccm/internal/servicegateway/difftracker"
 	"github.com/azure-ccm/azure-ccm/internal/servicegateway/updater"
+	"github.com/azure-ccm/azure-ccm/internal/tombstone"
 	"github.com/azure-ccm/azure-ccm/internal/trim"
 )
 
@@ -108,7 +109,7 @@ func New(o Options) (*Controller, error) {
 	c.u = updater.New(uo)
 
 	svcKey := func(obj any) {
-		if s, ok := tombstone[*v1.Service](obj); ok {
+		if s, ok := tombstone.As[*v1.Service](obj); ok {
 			c.queue.Add("svc/" + s.Namespace + "/" + s.Name)
 		}
 	}
@@ -121,7 +122,7 @@ func New(o Options) (*Controller, error) {
 	add("services", o.Services.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: svcKey,
 		UpdateFunc: func(_, n any) { svcKey(n) }, DeleteFunc: svcKey})
 	sliceKey := func(obj any) {
-		if s, ok := tombstone[*discoveryv1.EndpointSlice](obj); ok {
+		if s, ok := tombstone.As[*discoveryv1.EndpointSlice](obj); ok {
 			if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
 				c.queue.Add("svc/" + s.Namespace + "/" + name)
 			}
@@ -137,7 +138,7 @@ func New(o Options) (*Controller, error) {
 			}
 		}, DeleteFunc: func(any) { c.queue.Add("nodes") }})
 	podKey := func(obj any) {
-		if p, ok := tombstone[*v1.Pod](obj); ok {
+		if p, ok := tombstone.As[*v1.Pod](obj); ok {
 			if id, valid := admission.EgressIdentity(p); valid {
 				c.queue.Add("egress/" + id)
 			} else if id != "" || p.Labels[admission.EgressLabel] != "" {
@@ -512,12 +513,4 @@ func addressesEqual(a, b *v1.Node) bool {
 		}
 	}
 	return true
-}
-
-func tombstone[T any](obj any) (T, bool) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	t, ok := obj.(T)
-	return t, ok
 }
