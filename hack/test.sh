@@ -133,8 +133,8 @@ if want e2e; then
   if [[ ${#RACE_FLAG[@]} -gt 0 ]]; then
     RACE_BIN="${ROOT}/_output/bin-race"
     mkdir -p "${RACE_BIN}"
-    echo "=== build: go build -race -o ${RACE_BIN}/ ./cmd/..."
-    if "${GO}" build -race -o "${RACE_BIN}/" ./cmd/...; then
+    echo "=== build: go build -race -tags testhooks -o ${RACE_BIN}/ ./cmd/..."
+    if "${GO}" build -race -tags testhooks -o "${RACE_BIN}/" ./cmd/...; then
       export AZURE_CCM_BIN_DIR="${RACE_BIN}"
     else
       failed+=("build-race")

@@ -19,8 +19,8 @@ import (
 // anyway (a failed migration is retried at the next start).
 const migrationTimeout = 15 * time.Minute
 
-// envMigrationExitAfter names a phase (migration.Phase.String) after which the CCM exits with
-// status 3: the e2e tests use it to crash the migration at every step and restart it.
+// envMigrationExitAfter names a phase (migration.Phase.String) after which a CCM built with
+// -tags testhooks exits with status 3 (exitAfterPhase).
 const envMigrationExitAfter = "AZURE_CCM_MIGRATION_EXIT_AFTER"
 
 // migrateBeforeServing runs the Basic to Standard load balancer migration when the load
@@ -50,7 +50,7 @@ func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBala
 			return inst.VMSet.Name, nil
 		}
 	}
-	if s := os.Getenv(envMigrationExitAfter); s != "" {
+	if s := exitAfterPhase(envMigrationExitAfter); s != "" {
 		if stop, ok := migration.ParsePhase(s); ok {
 			o.AfterPhase = func(p migration.Phase) {
 				if p == stop {

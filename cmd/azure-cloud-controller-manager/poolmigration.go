@@ -13,8 +13,8 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/provider"
 )
 
-// envPoolMigrationExitAfter names a phase (poolmigration.Phase.String) after which the CCM exits
-// with status 3: the e2e tests use it to crash the pool-type migration at every step.
+// envPoolMigrationExitAfter names a phase (poolmigration.Phase.String) after which a CCM built
+// with -tags testhooks exits with status 3 (exitAfterPhase).
 const envPoolMigrationExitAfter = "AZURE_CCM_POOL_MIGRATION_EXIT_AFTER"
 
 // migratePoolsBeforeServing moves NIC-based cluster backend pools to IP-based membership when
@@ -35,7 +35,7 @@ func migratePoolsBeforeServing(d provider.LoadBalancerDeps, o loadbalancer.Build
 	}
 	po := poolmigration.Options{Config: d.Config, ClusterName: clusterName, Writers: d.Writers, Caches: d.Clients.Caches,
 		Nodes: d.Nodes, Kube: d.Kube, Recorder: d.Recorder, PoolEntries: o.PoolEntries, NodeSelector: nodefilter.String(nodes)}
-	if s := os.Getenv(envPoolMigrationExitAfter); s != "" {
+	if s := exitAfterPhase(envPoolMigrationExitAfter); s != "" {
 		if stop, ok := poolmigration.ParsePhase(s); ok {
 			po.AfterPhase = func(p poolmigration.Phase) {
 				if p == stop {

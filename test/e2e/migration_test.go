@@ -306,7 +306,7 @@ func TestMigrationBasicToStandardCrashResume(t *testing.T) {
 		select {
 		case <-l.CCM().Done():
 		case <-time.After(3 * time.Minute):
-			t.Fatalf("the CCM did not exit after phase %s", ph)
+			t.Fatalf("the CCM did not exit after phase %s (binaries built without -tags testhooks have no exit hook: make build)", ph)
 		}
 		_ = l.StopCCM() // it exited by itself: that is the point
 		log, _ := os.ReadFile(l.CCMLogPath())

@@ -363,7 +363,7 @@ func (p *pmEnv) crashAfter(ph poolmigration.Phase) {
 	select {
 	case <-p.CCM().Done():
 	case <-time.After(3 * time.Minute):
-		p.t.Fatalf("the CCM did not exit after phase %s", ph)
+		p.t.Fatalf("the CCM did not exit after phase %s (binaries built without -tags testhooks have no exit hook: make build)", ph)
 	}
 	_ = p.StopCCM() // it exited by itself: that is the point
 	log, _ := os.ReadFile(p.CCMLogPath())

@@ -8,7 +8,7 @@ import (
 )
 
 // EnvBinDir names another directory to take the project's binaries from instead of
-// _output/bin: hack/test.sh points it at race-detector builds (`go build -race`) for the
+// _output/bin: hack/test.sh points it at race-detector builds (`go build -race -tags testhooks`) for the
 // end-to-end suites, so that a data race in the CCM, the node manager or the disk provisioner
 // under a real cluster fails the test that ran it (see RaceReports).
 const EnvBinDir = "AZURE_CCM_BIN_DIR"
