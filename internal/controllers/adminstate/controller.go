@@ -118,6 +118,8 @@ type Controller struct {
 	states   map[types.UID]*nodeState
 	byName   map[string]types.UID
 	flushers map[string]*flusher // by lower-cased pool ID
+	// life ends when Run returns: the flushers' rounds write only while the controller runs.
+	life context.Context
 
 	synced []cache.InformerSynced
 }
@@ -154,6 +156,7 @@ func New(o Options) (*Controller, error) {
 		states:   map[types.UID]*nodeState{},
 		byName:   map[string]types.UID{},
 		flushers: map[string]*flusher{},
+		life:     context.Background(), // until Run
 	}
 	c.queue = keyqueue.New(keyqueue.Options[key]{Name: "admin-state", RetryBase: o.RetryBase, RetryMax: o.RetryMax,
 		Sync: c.sync,
@@ -190,6 +193,9 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSync("admin-state", ctx.Done(), c.synced...) {
 		return
 	}
+	c.mu.Lock()
+	c.life = ctx
+	c.mu.Unlock()
 	c.queue.Start(ctx, c.o.Workers)
 	// Heal at start (a taint removed while no CCM ran) and periodically.
 	go wait.UntilWithContext(ctx, c.resync, c.o.ResyncPeriod)
@@ -404,7 +410,7 @@ func (c *Controller) flusherFor(pools []poolRef) *flusher {
 	defer c.mu.Unlock()
 	f, ok := c.flushers[k]
 	if !ok {
-		f = &flusher{window: c.o.GatherWindow, maxWindow: c.o.GatherMax, run: c.updatePools}
+		f = &flusher{window: c.o.GatherWindow, maxWindow: c.o.GatherMax, run: c.updatePools, life: c.life}
 		c.flushers[k] = f
 	}
 	// The pools of a load balancer rarely change (IPv6 added); the latest list is used.

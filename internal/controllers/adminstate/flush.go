@@ -16,6 +16,9 @@ type flusher struct {
 	// a quiet gap, not a fixed delay, tells that the burst is over.
 	window, maxWindow time.Duration
 	run               func(ctx context.Context, pools []poolRef, applied func()) error
+	// life is the controller's run context: a round serves every waiter that joins it, so it
+	// runs until the controller stops, not until the waiter that started it gives up.
+	life context.Context
 
 	mu       sync.Mutex
 	pools    []poolRef // the load balancer's cluster pools, as last resolved
@@ -64,8 +67,7 @@ func (f *flusher) wait(ctx context.Context, since time.Time) error {
 	case r == nil:
 		r = &round{done: make(chan struct{}), joined: make(chan struct{}, 1)}
 		f.gather = r
-		// The round serves every waiter that joins it: one waiter's cancellation must not end it.
-		go f.start(r) //nolint:gosec // G118, see above
+		go f.start(r)
 	case r == f.gather:
 		select {
 		case r.joined <- struct{}{}:
@@ -121,7 +123,7 @@ func (f *flusher) start(r *round) {
 	pools := f.pools
 	f.mu.Unlock()
 
-	err := f.run(context.Background(), pools, func() {
+	err := f.run(f.life, pools, func() {
 		f.mu.Lock()
 		if r.appliedAt.IsZero() {
 			r.appliedAt = time.Now()
