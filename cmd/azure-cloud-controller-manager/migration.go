@@ -61,7 +61,7 @@ func migrateBeforeServing(d provider.LoadBalancerDeps, lb *loadbalancer.LoadBala
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), migrationTimeout)
+	ctx, cancel := context.WithTimeout(d.Context, migrationTimeout)
 	defer cancel()
 	if _, err := migration.Run(ctx, o); err != nil {
 		klog.ErrorS(err, "Basic to Standard load balancer migration did not finish; services are served anyway and the migration resumes at the next start")

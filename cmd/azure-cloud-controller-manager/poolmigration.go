@@ -46,7 +46,7 @@ func migratePoolsBeforeServing(d provider.LoadBalancerDeps, o loadbalancer.Build
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), migrationTimeout)
+	ctx, cancel := context.WithTimeout(d.Context, migrationTimeout)
 	defer cancel()
 	if _, err := poolmigration.Run(ctx, po); err != nil {
 		klog.ErrorS(err, "Backend pool migration to IP-based did not finish; services are served anyway (rules keep the staging pool meanwhile) and the migration resumes at the next start")

@@ -50,6 +50,9 @@ type LoadBalancerDeps struct {
 	Recorder record.EventRecorder
 	// Informers is the CCM's shared informer factory (nil before SetInformers).
 	Informers informers.SharedInformerFactory
+	// Context is the provider generation's lifetime: work started for this provider (the
+	// start-up migrations) ends with it.
+	Context context.Context
 }
 
 // LoadBalancerBuilder builds the cloudprovider.LoadBalancer implementation.
@@ -118,6 +121,9 @@ type Cloud struct {
 	recorder  record.EventRecorder
 	informers informers.SharedInformerFactory
 
+	// life is this provider generation's lifetime: it ends when Initialize's stop channel closes
+	// (a reload replaced the provider, or the process stops). Background until Initialize.
+	life   context.Context
 	lbOnce sync.Once
 	lb     cloudprovider.LoadBalancer
 	lbErr  error
@@ -303,17 +309,14 @@ func (c *Cloud) RegionZones() []string {
 // It starts the provider here, waiting through login and ARM outages while /healthz keeps
 // answering; a configuration mistake found on the way is fatal.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	ctx, end := context.WithCancel(context.Background())
+	go func() {
+		<-stop
+		end()
+	}()
+	c.life = ctx
 	if !c.Started() {
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			select {
-			case <-stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		err := c.Start(ctx)
-		cancel()
 		if err != nil {
 			if ctx.Err() != nil && !config.IsInvalid(err) {
 				klog.InfoS("Azure cloud provider start-up stopped", "reason", err)
@@ -399,8 +402,12 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 		return nil, false
 	}
 	c.lbOnce.Do(func() {
+		life := c.life
+		if life == nil { // never initialised: the plan subcommand, tests
+			life = context.Background()
+		}
 		c.lb, c.lbErr = b(LoadBalancerDeps{Config: c.Config, Clients: c.Clients, Writers: c.Writers, Nodes: c.Resolver, Zones: c.RegionZones(),
-			Kube: c.kube, Recorder: c.recorder, Informers: c.informers})
+			Kube: c.kube, Recorder: c.recorder, Informers: c.informers, Context: life})
 		if c.lbErr != nil {
 			klog.ErrorS(c.lbErr, "Load balancer implementation could not be built; services of type LoadBalancer are not served")
 		}

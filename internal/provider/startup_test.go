@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
+	cloudprovider "k8s.io/cloud-provider"
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
@@ -246,4 +248,45 @@ func TestInitializeEndsWithItsStopChannel(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLoadBalancerContextEndsWithTheGeneration: the start-up migrations run on the context the
+// load balancer builder gets; it ends when the generation's stop channel closes (a reload
+// replaced the provider), not never.
+func TestLoadBalancerContextEndsWithTheGeneration(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"resourceTypes":[]}`))
+	}))
+	defer srv.Close()
+	cfg, err := config.Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var life context.Context
+	c, err := Prepare(cfg, Options{Fatal: func(err error) { t.Errorf("fatal: %v", err) },
+		LoadBalancer: func(d LoadBalancerDeps) (cloudprovider.LoadBalancer, error) {
+			life = d.Context
+			return nil, errors.New("not needed here")
+		},
+		ARM: arm.Options{Credential: staticCred{}, Transport: srv.Client(), Metrics: arm.NewMetrics(),
+			Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login/"},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	c.Initialize(fakeClientBuilder{kube: fake.NewClientset()}, stop)
+	c.LoadBalancer()
+	if life == nil {
+		t.Fatal("the load balancer builder got no context")
+	}
+	if life.Err() != nil {
+		t.Fatalf("the generation's context ended before its stop channel closed: %v", life.Err())
+	}
+	close(stop)
+	select {
+	case <-life.Done():
+	case <-time.After(30 * time.Second): // a deadlock guard, not a speed goal
+		t.Fatal("the generation's context did not end with its stop channel")
+	}
 }
