@@ -214,18 +214,8 @@ func TestInitializeFatalOnConfigurationMistake(t *testing.T) {
 // generation) starts an event broadcaster and a zone refresher; closing its stop channel ends
 // them, so twenty generations in a row leave the goroutine count where it was.
 func TestInitializeEndsWithItsStopChannel(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"resourceTypes":[]}`))
-	}))
-	defer srv.Close()
-	cfg, err := config.Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Prepare(cfg, Options{Fatal: func(err error) { t.Errorf("fatal: %v", err) }, ARM: arm.Options{
-		Credential: staticCred{}, Transport: srv.Client(), Metrics: arm.NewMetrics(),
-		Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login/"},
-	}})
+	srv, cfg := zonelessARM(t)
+	c, err := Prepare(cfg, Options{Fatal: func(err error) { t.Errorf("fatal: %v", err) }, ARM: zonelessARMOptions(srv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,23 +244,14 @@ func TestInitializeEndsWithItsStopChannel(t *testing.T) {
 // load balancer builder gets; it ends when the generation's stop channel closes (a reload
 // replaced the provider), not never.
 func TestLoadBalancerContextEndsWithTheGeneration(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"resourceTypes":[]}`))
-	}))
-	defer srv.Close()
-	cfg, err := config.Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cfg := zonelessARM(t)
 	var life context.Context
 	c, err := Prepare(cfg, Options{Fatal: func(err error) { t.Errorf("fatal: %v", err) },
 		LoadBalancer: func(d LoadBalancerDeps) (cloudprovider.LoadBalancer, error) {
 			life = d.Context
 			return nil, errors.New("not needed here")
 		},
-		ARM: arm.Options{Credential: staticCred{}, Transport: srv.Client(), Metrics: arm.NewMetrics(),
-			Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login/"},
-		}})
+		ARM: zonelessARMOptions(srv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,4 +270,25 @@ func TestLoadBalancerContextEndsWithTheGeneration(t *testing.T) {
 	case <-time.After(30 * time.Second): // a deadlock guard, not a speed goal
 		t.Fatal("the generation's context did not end with its stop channel")
 	}
+}
+
+// zonelessARM is an ARM endpoint whose location list is empty (the provider starts at once)
+// and a configuration logging in with a managed identity; the server closes with the test.
+func zonelessARM(t *testing.T) (*httptest.Server, *config.Config) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"resourceTypes":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse([]byte(`{"subscriptionId":"s","resourceGroup":"rg","location":"eastus","useManagedIdentityExtension":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, cfg
+}
+
+// zonelessARMOptions points the provider's ARM clients at srv with a static credential.
+func zonelessARMOptions(srv *httptest.Server) arm.Options {
+	return arm.Options{Credential: staticCred{}, Transport: srv.Client(), Metrics: arm.NewMetrics(),
+		Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login/"}}
 }
