@@ -94,6 +94,15 @@ func createClusterArgs(o ClusterOptions) []string {
 		"--wait=" + wait.String(),
 	}
 	args = append(args, "--extra-args=kube-controller-manager=cloud-provider=external")
+	// The etcd the tests run (Debian's 3.4) cannot answer progress requests, so the apiserver
+	// refuses every streaming list. With its WatchList gate on, it also turns a plain watch
+	// from resourceVersion 0 into one, and kwok-controller watches that way: its pod watch
+	// would fail at once on every attempt, and kwok would see pods only when its reflector
+	// re-lists, after a back-off growing to 30 s (and up to twice that with jitter), so that
+	// pods became Running a minute late. Switched off, those watches are plain watches again;
+	// clients that ask for a streaming list explicitly fall back to LIST as they do against
+	// any apiserver without it.
+	args = append(args, "--extra-args=kube-apiserver=feature-gates=WatchList=false")
 	// kwokctl's binary runtime has kwok play the kubelet of every node. Only the nodes carrying
 	// its annotation (NewNode sets it): a test takes a node away from kwok by removing it, so
 	// that a NotReady it sets stays (kwok would report any node it plays Ready again).

@@ -4,6 +4,9 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +60,19 @@ func TestPodRunsOnSimulatedNode(t *testing.T) {
 	}
 	if got.Status.PodIP == "" {
 		t.Error("kwok gave the pod no IP")
+	}
+
+	// kwok-controller plays every pod through its watches. A watch the apiserver refuses
+	// leaves it seeing pods only when it re-lists, after a back-off that grows to a minute:
+	// pods then come up late at random, and tests waiting for them time out under load.
+	log, err := os.ReadFile(filepath.Join(env.Cluster.Dir(), "logs", "kwok-controller.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "watch ended with error") {
+			t.Errorf("kwok-controller's watches fail, so it sees pods late; e.g.:\n%s", l)
+			break
+		}
 	}
 }
