@@ -225,7 +225,7 @@ type SweepResult struct {
 func (a *Auditor) SweepPublicIPs(ctx context.Context, clusterName string, svcs []*v1.Service, gone Gone) (SweepResult, error) {
 	l := a.lb
 	c := l.cluster(clusterName)
-	listed, skipped, err := l.listGroups(ctx, a.groups(ctx, svcs), "")
+	listed, skipped, err := l.listGroups(ctx, a.groups(ctx, svcs), nil)
 	if err != nil {
 		return SweepResult{}, err
 	}

@@ -31,22 +31,22 @@ func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, sv
 	c := l.cluster(clusterName)
 	s := plan.Lenient(svc)
 	svcName := s.LBName()
+	lbs, err := l.serviceLBs(ctx, clusterName, s)
+	if err != nil {
+		return err
+	}
 	// Every group where the service's public IPs may be, not only the one its annotation
-	// names now: the annotation may have changed since a public IP was made for it.
-	listed, err := l.listServiceGroups(ctx, s, plan.PublicIPResourceGroup(l.cfg, s))
+	// names now: the annotation may have changed since a public IP was made for it. The groups
+	// of the public IPs its frontends still use must be listed: their addresses are the NSG
+	// rules to remove.
+	listed, err := l.listServiceGroups(ctx, s, append([]string{plan.PublicIPResourceGroup(l.cfg, s)}, plan.FrontendPublicIPGroups(lbs, svcName)...)...)
 	if err != nil {
 		return err
 	}
 	pipAddrs := plan.PublicIPAddresses(allPIPs(listed))
 	var ips []netip.Addr
-	for _, c := range l.clusters(clusterName) {
-		for _, internal := range []bool{false, true} {
-			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
-			if err != nil {
-				return fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
-			}
-			ips = append(ips, plan.ServiceIPs(lb, svcName, pipAddrs)...)
-		}
+	for _, lb := range lbs {
+		ips = append(ips, plan.ServiceIPs(lb, svcName, pipAddrs)...)
 	}
 	if l.cfg.SecurityGroupName != "" {
 		// The public IPs it is releasing are former addresses too: an interrupted reconcile may
@@ -79,27 +79,46 @@ func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, sv
 func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	c := l.cluster(clusterName)
 	s := plan.Lenient(svc)
-	listed, err := l.listServiceGroups(ctx, s, plan.PublicIPResourceGroup(l.cfg, s))
+	lbs, err := l.serviceLBs(ctx, clusterName, s)
+	if err != nil {
+		return nil, false, err
+	}
+	// The groups of the public IPs its frontends use must be listed: without their addresses
+	// a frontend would look like no load balancer, and the controller would drop the
+	// finalizer with the frontend, its rules and NSG rules still in Azure.
+	listed, err := l.listServiceGroups(ctx, s, append([]string{plan.PublicIPResourceGroup(l.cfg, s)}, plan.FrontendPublicIPGroups(lbs, s.LBName())...)...)
 	if err != nil {
 		return nil, false, err
 	}
 	pipAddrs := plan.PublicIPAddresses(allPIPs(listed))
-	owned := len(plan.BoundPIPs(c, s.Key(), listed)) > 0
+	exists := len(plan.BoundPIPs(c, s.Key(), listed)) > 0
+	for _, lb := range lbs {
+		if ips := plan.ServiceIPs(lb, s.LBName(), pipAddrs); len(ips) > 0 {
+			return plan.Status(ips, s.Opts.AdditionalPublicIPs), true, nil
+		}
+		// A rule or probe left without its frontend's address is still something to delete.
+		exists = exists || plan.HasServiceObjects(lb, s.LBName())
+	}
+	if exists {
+		return &v1.LoadBalancerStatus{}, true, nil
+	}
+	return nil, false, nil
+}
+
+// serviceLBs peeks every load balancer the service may have objects on: both kinds (public
+// and internal) of every configuration, its own kind first.
+func (l *LoadBalancer) serviceLBs(ctx context.Context, clusterName string, s *plan.Service) ([]*armnetwork.LoadBalancer, error) {
+	var out []*armnetwork.LoadBalancer
 	for _, c := range l.clusters(clusterName) {
 		for _, internal := range []bool{s.Opts.Internal, !s.Opts.Internal} {
 			lb, err := l.lbWriter(c, c.LBName(internal)).Peek(ctx)
 			if err != nil {
-				return nil, false, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
+				return nil, fmt.Errorf("load balancer %s: %w", c.LBName(internal), err)
 			}
-			if ips := plan.ServiceIPs(lb, s.LBName(), pipAddrs); len(ips) > 0 {
-				return plan.Status(ips, s.Opts.AdditionalPublicIPs), true, nil
-			}
+			out = append(out, lb)
 		}
 	}
-	if owned {
-		return &v1.LoadBalancerStatus{}, true, nil
-	}
-	return nil, false, nil
+	return out, nil
 }
 
 // releasePIP unbinds the service from a public IP it no longer uses, deleting the public IP

@@ -10,12 +10,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/middleware"
 	"github.com/azure-ccm/azure-ccm/internal/azsim/topology"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/annotations"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/naming"
 	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/pipgroups"
+	"github.com/azure-ccm/azure-ccm/internal/loadbalancer/plan"
 )
 
 const otherRG = "rg-other"
@@ -328,5 +330,52 @@ func TestInterruptedGroupMoveLeavesNoNSGRule(t *testing.T) {
 	wantPIPs(t, e.pips(t), testRG+"/"+managedName(svc)+"=default/move")
 	if got := e.allowDestinations(t); !slices.Equal(got, []string{first}) {
 		t.Fatalf("NSG allow rules for %v, want only %s (the moved-to address %v is released)", got, first, moved)
+	}
+}
+
+// TestDeletionListsTheGroupsItsFrontendsUse: a service being deleted whose annotation moved its
+// public IP group after its frontend was made (the CCM restarted in between) still uses a
+// public IP of the old group. While that group cannot be listed (throttled), GetLoadBalancer
+// and EnsureLoadBalancerDeleted fail instead of reporting no load balancer, which let the
+// controller drop the finalizer with the frontend, its rules, the public IP and its NSG rule
+// left in Azure. Once the group lists, the deletion removes all of it.
+func TestDeletionListsTheGroupsItsFrontendsUse(t *testing.T) {
+	e, rec := newPIPEnv(t)
+	svc := service("a7a7a7a7-0000-0000-0000-000000000001", "leaving", nil)
+	e.ensureIP(t, svc)
+	svc.Annotations = map[string]string{annotations.ResourceGroup: otherRG}
+	e.build(t, BuildOptions{PIPGroups: rec}) // a restart: no list cached
+	if _, err := e.srv.Client().AddFault(ctxT(t), middleware.Fault{Kind: middleware.FaultError, Method: "GET",
+		PathContains: "/resourceGroups/" + testRG + "/providers/Microsoft.Network/publicIPAddresses", Status: 429, Code: "SubscriptionRequestsThrottled"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, err := e.lb.GetLoadBalancer(ctxT(t), testCluster, svc); err == nil {
+		t.Fatalf("GetLoadBalancer with the frontend's public IP group unlistable: exists=%v and no error", exists)
+	}
+	if err := e.lb.EnsureLoadBalancerDeleted(ctxT(t), testCluster, svc); err == nil {
+		t.Fatal("EnsureLoadBalancerDeleted succeeded without listing the group of its frontend's public IP")
+	}
+	if err := e.srv.Client().ClearFaults(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, exists, err := e.lb.GetLoadBalancer(ctxT(t), testCluster, svc); err != nil || !exists {
+		t.Fatalf("GetLoadBalancer: exists=%v err=%v, want the frontend found", exists, err)
+	}
+	if err := e.lb.EnsureLoadBalancerDeleted(ctxT(t), testCluster, svc); err != nil {
+		t.Fatal(err)
+	}
+	wantPIPs(t, e.pips(t))
+	if got := e.allowDestinations(t); len(got) != 0 {
+		t.Fatalf("NSG allow rules left for %v", got)
+	}
+	// Its only service gone, the load balancer is deleted; if it were kept, nothing of the
+	// service may be on it.
+	resp, err := e.net.NewLoadBalancersClient().Get(ctxT(t), testRG, testCluster, nil)
+	switch {
+	case arm.IsNotFound(err):
+	case err != nil:
+		t.Fatal(err)
+	case plan.HasServiceObjects(&resp.LoadBalancer, naming.ServiceLBName(svc.UID)):
+		t.Fatal("the service's frontend, rules or probes are still on the load balancer")
 	}
 }

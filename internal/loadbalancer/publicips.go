@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
@@ -73,16 +74,16 @@ func pipETag(p *armnetwork.PublicIPAddress) string {
 
 // pipGroups are the resource groups where public IPs of the service may be: the base groups,
 // the recorded ones and the service's own (plan.PublicIPGroups).
-func (l *LoadBalancer) pipGroups(ctx context.Context, s *plan.Service) []string {
-	return plan.PublicIPGroups(l.cfg, l.opts.PIPGroups.Groups(ctx), plan.PublicIPResourceGroup(l.cfg, s))
+func (l *LoadBalancer) pipGroups(ctx context.Context, s *plan.Service, extra ...string) []string {
+	return plan.PublicIPGroups(l.cfg, l.opts.PIPGroups.Groups(ctx), append([]string{plan.PublicIPResourceGroup(l.cfg, s)}, extra...)...)
 }
 
 // listGroups lists the public IPs of every group (from the list cache). A group that does not
 // exist holds none. A group that cannot be listed is skipped and named in the returned error,
-// unless it is must: then listGroups fails. The callers go on without the skipped groups, so
-// that a group they do not need (recorded long ago, its permission since removed) does not
-// block a service: what is left there is released by a later reconcile or audit pass.
-func (l *LoadBalancer) listGroups(ctx context.Context, groups []string, must string) (listed []plan.ListedPIP, skipped, err error) {
+// unless it is one of must: then listGroups fails. The callers go on without the skipped
+// groups, so that a group they do not need (recorded long ago, its permission since removed)
+// does not block a service: what is left there is released by a later reconcile or audit pass.
+func (l *LoadBalancer) listGroups(ctx context.Context, groups []string, must []string) (listed []plan.ListedPIP, skipped, err error) {
 	var errs []error
 	for _, rg := range groups {
 		items, lerr := l.listPIPs(ctx, rg)
@@ -90,8 +91,8 @@ func (l *LoadBalancer) listGroups(ctx context.Context, groups []string, must str
 		case lerr == nil:
 		case arm.IsNotFound(lerr):
 			continue
-		case strings.EqualFold(rg, must):
-			return nil, nil, lerr
+		case slices.ContainsFunc(must, func(m string) bool { return strings.EqualFold(rg, m) }):
+			return nil, nil, fmt.Errorf("public IPs of resource group %s: %w", rg, lerr)
 		default:
 			errs = append(errs, fmt.Errorf("public IPs of resource group %s: %w", rg, lerr))
 			continue

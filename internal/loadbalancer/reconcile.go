@@ -194,11 +194,11 @@ func (l *LoadBalancer) frontends(ctx context.Context, c *plan.Cluster, s *plan.S
 	return fronts, listed, plans, pipAddrs, nil
 }
 
-// listServiceGroups lists the public IPs of every group where the service's may be (pipGroups);
-// pipRG, the service's own group, must be listed, the others are skipped (and logged) when they
-// cannot be.
-func (l *LoadBalancer) listServiceGroups(ctx context.Context, s *plan.Service, pipRG string) ([]plan.ListedPIP, error) {
-	listed, skipped, err := l.listGroups(ctx, l.pipGroups(ctx, s), pipRG)
+// listServiceGroups lists the public IPs of every group where the service's may be (pipGroups,
+// and the must groups); the must groups have to be listed, the others are skipped (and logged)
+// when they cannot be.
+func (l *LoadBalancer) listServiceGroups(ctx context.Context, s *plan.Service, must ...string) ([]plan.ListedPIP, error) {
+	listed, skipped, err := l.listGroups(ctx, l.pipGroups(ctx, s, must...), must)
 	if err != nil {
 		return nil, err
 	}

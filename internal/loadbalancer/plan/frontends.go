@@ -26,6 +26,25 @@ func HasServiceObjects(lb *armnetwork.LoadBalancer, svcLBName string) bool {
 	return false
 }
 
+// FrontendPublicIPGroups are the resource groups of the public IPs the service's frontends on
+// the load balancers use, each once, in first-seen order. Deciding whether the service still
+// has a load balancer, and which addresses its NSG rules allow, needs those public IPs listed.
+func FrontendPublicIPGroups(lbs []*armnetwork.LoadBalancer, svcLBName string) []string {
+	var out []string
+	for _, lb := range lbs {
+		for _, fe := range ServiceFrontends(lb, svcLBName) {
+			if fe.Properties == nil || fe.Properties.PublicIPAddress == nil {
+				continue
+			}
+			rg := azureid.ResourceGroup(str(fe.Properties.PublicIPAddress.ID))
+			if rg != "" && !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, rg) }) {
+				out = append(out, rg)
+			}
+		}
+	}
+	return out
+}
+
 // PublicIPAddresses indexes the addresses of public IPs by lower-cased resource ID.
 func PublicIPAddresses(pips []*armnetwork.PublicIPAddress) map[string]netip.Addr {
 	out := map[string]netip.Addr{}

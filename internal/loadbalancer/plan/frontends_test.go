@@ -89,6 +89,44 @@ func TestServiceFrontendQueries(t *testing.T) {
 	}
 }
 
+func TestFrontendPublicIPGroups(t *testing.T) {
+	other := func(name string) *armnetwork.FrontendIPConfiguration {
+		return &armnetwork.FrontendIPConfiguration{Name: to.Ptr(name), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
+			PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr("/subscriptions/sub/resourceGroups/RG-Other/providers/Microsoft.Network/publicIPAddresses/" + name)}}}
+	}
+	withOther := func(lb *armnetwork.LoadBalancer, names ...string) *armnetwork.LoadBalancer {
+		for _, n := range names {
+			lb.Properties.FrontendIPConfigurations = append(lb.Properties.FrontendIPConfigurations, other(n))
+		}
+		return lb
+	}
+	for _, tc := range []struct {
+		name string
+		lbs  []*armnetwork.LoadBalancer
+		svc  string
+		want string
+	}{
+		{name: "its public frontend", lbs: []*armnetwork.LoadBalancer{lbWith(map[string]string{svcA: "pip-a"}, nil)}, svc: svcA, want: "[rg]"},
+		{name: "a private frontend has none", lbs: []*armnetwork.LoadBalancer{lbWith(map[string]string{svcB: "10.1.0.5"}, nil)}, svc: svcB, want: "[]"},
+		{name: "a shared frontend its rules use", lbs: []*armnetwork.LoadBalancer{lbWith(map[string]string{"shared-fe": "pip-shared"},
+			map[string]string{svcB + "-TCP-80": "shared-fe"})}, svc: svcB, want: "[rg]"},
+		{name: "another service's frontend is not its", lbs: []*armnetwork.LoadBalancer{lbWith(map[string]string{svcA: "pip-a"}, nil)}, svc: svcB, want: "[]"},
+		{name: "every load balancer, each group once, case-insensitively", lbs: []*armnetwork.LoadBalancer{
+			withOther(lbWith(map[string]string{svcA: "pip-a"}, nil), svcA+"-IPv6"), nil,
+			withOther(lbWith(nil, nil), svcA+"-2"),
+			{Properties: &armnetwork.LoadBalancerPropertiesFormat{FrontendIPConfigurations: []*armnetwork.FrontendIPConfiguration{
+				{Name: to.Ptr(svcA + "-3"), Properties: &armnetwork.FrontendIPConfigurationPropertiesFormat{
+					PublicIPAddress: &armnetwork.PublicIPAddress{ID: to.Ptr("/subscriptions/sub/resourceGroups/rg-other/providers/Microsoft.Network/publicIPAddresses/x")}}}}}},
+		}, svc: svcA, want: "[rg RG-Other]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fmt.Sprint(FrontendPublicIPGroups(tc.lbs, tc.svc)); got != tc.want {
+				t.Errorf("FrontendPublicIPGroups %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestKeepPrivateIPs(t *testing.T) {
 	have := lbWith(map[string]string{"v4": "10.1.0.7", "v6": "fd00::7"}, nil).Properties.FrontendIPConfigurations
 	requested := netip.MustParseAddr("10.1.0.99")
