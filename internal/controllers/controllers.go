@@ -7,6 +7,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -17,6 +18,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
+	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	genericcontrollermanager "k8s.io/controller-manager/app"
 	"k8s.io/controller-manager/controller"
 )
@@ -83,19 +85,50 @@ func Initializers(own []Controller) (map[string]app.ControllerInitFuncConstructo
 	for k, v := range app.DefaultInitFuncConstructors {
 		out[k] = v
 	}
+	running := &instances{count: map[string]int{}}
 	for _, c := range own {
 		if _, dup := out[c.Name]; dup {
 			return nil, fmt.Errorf("controller %q is listed twice or clashes with a standard cloud-provider controller", c.Name)
 		}
-		start := c.Start
+		name, start := c.Name, c.Start
 		out[c.Name] = app.ControllerInitFuncConstructor{
 			InitContext: app.ControllerInitContext{ClientName: c.ClientName},
 			Constructor: func(ic app.ControllerInitContext, cfg *cloudcontrollerconfig.CompletedConfig, _ cloudprovider.Interface) app.InitFunc {
 				return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
-					return start(ctx, Context{Controller: cc, Config: cfg, ClientName: ic.ClientName})
+					ctrl, enabled, err := start(ctx, Context{Controller: cc, Config: cfg, ClientName: ic.ClientName})
+					if err == nil && enabled && cc.ControllerManagerMetrics != nil {
+						running.started(cc.ControllerManagerMetrics, name)
+						context.AfterFunc(ctx, func() { running.stopped(cc.ControllerManagerMetrics, name) })
+					}
+					return ctrl, enabled, err
 				}
 			},
 		}
 	}
 	return out, nil
+}
+
+// instances reports the project's controllers to the controller manager's
+// running_managed_controllers gauge, as the standard controllers report themselves. A cloud
+// config reload starts a controller again on a new context while the old context's end may
+// not have been seen yet, so the gauge goes to 0 only when the last instance has stopped.
+type instances struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (r *instances) started(m *controllersmetrics.ControllerManagerMetrics, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count[name]++
+	m.ControllerStarted(name)
+}
+
+func (r *instances) stopped(m *controllersmetrics.ControllerManagerMetrics, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count[name]--
+	if r.count[name] == 0 {
+		m.ControllerStopped(name)
+	}
 }
