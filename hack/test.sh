@@ -99,8 +99,8 @@ mapfile -t UNIT < <(pkgs_under cmd internal)
 mapfile -t INTEGRATION < <(pkgs_under test/framework test/integration)
 mapfile -t E2E < <(pkgs_under test/e2e test/chaos)
 
-# gofmt, go vet under every build configuration (bench and chaos included: nothing else in
-# `make test` compiles them), golangci-lint.
+# gofmt, golangci-lint (go vet's analyzers among its linters) under every build configuration
+# (bench and chaos included: nothing else in `make test` compiles them).
 want lint && stage lint "${ROOT}/hack/lint.sh"
 
 want unit && suite unit 20m "${UNIT[@]}"
@@ -140,7 +140,8 @@ if want e2e; then
       failed+=("build-race")
     fi
   fi
-  suite e2e "${E2E_TIMEOUT:-40m}" "${E2E[@]}"
+  # -parallel: every e2e test starts at once; the working ones then take turns (test/e2e/doc.go).
+  suite e2e "${E2E_TIMEOUT:-40m}" -parallel 64 "${E2E[@]}"
 fi
 
 echo

@@ -51,9 +51,13 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/nodemanager"
 	"github.com/azure-ccm/azure-ccm/internal/nodes"
+	"github.com/azure-ccm/azure-ccm/internal/windowsservice"
 )
 
 const userAgent = "azure-cloud-node-manager"
+
+// windowsServiceName is the Windows service the node manager registers under.
+const windowsServiceName = "azure-cloud-node-manager"
 
 func main() {
 	os.Exit(cli.Run(newCommand()))
@@ -73,7 +77,7 @@ func newCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			ctx, err := runAsService(ctx, o.windowsService)
+			ctx, err := windowsservice.Run(ctx, windowsServiceName, o.windowsService)
 			if err != nil {
 				return err
 			}

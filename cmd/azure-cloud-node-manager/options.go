@@ -11,6 +11,8 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/cli/globalflag"
 	"k8s.io/component-base/version/verflag"
+
+	"github.com/azure-ccm/azure-ccm/internal/windowsservice"
 )
 
 // options are the node manager's flags: every flag of the existing provider's
@@ -27,7 +29,7 @@ type options struct {
 	contentType                  string
 	qps                          float32
 	burst                        int32
-	// windowsService is registered on Windows builds only (addOSFlags).
+	// windowsService is registered on Windows builds only (windowsservice.AddFlag).
 	windowsService bool
 
 	imdsEndpoint string
@@ -69,7 +71,7 @@ func (o *options) flags(name string) cliflag.NamedFlagSets {
 	o.authorization.AddFlags(fss.FlagSet("authorization"))
 
 	fs := fss.FlagSet("misc")
-	o.addOSFlags(fs)
+	windowsservice.AddFlag(fs, &o.windowsService)
 	fs.StringVar(&o.master, "master", o.master, "The address of the Kubernetes API server (overrides any value in kubeconfig).")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Path to a kubeconfig (empty: in-cluster configuration).")
 	fs.StringVar(&o.nodeName, "node-name", o.nodeName, "Name of the Node of this VM (default: the hostname, lower case).")

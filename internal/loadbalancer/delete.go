@@ -36,10 +36,8 @@ func (l *LoadBalancer) deleteService(ctx context.Context, clusterName string, sv
 		return err
 	}
 	// Every group where the service's public IPs may be, not only the one its annotation
-	// names now: the annotation may have changed since a public IP was made for it. The groups
-	// of the public IPs its frontends still use must be listed: their addresses are the NSG
-	// rules to remove.
-	listed, err := l.listServiceGroups(ctx, s, append([]string{plan.PublicIPResourceGroup(l.cfg, s)}, plan.FrontendPublicIPGroups(lbs, svcName)...)...)
+	// names now: the annotation may have changed since a public IP was made for it.
+	listed, err := l.listFrontendGroups(ctx, s, lbs)
 	if err != nil {
 		return err
 	}
@@ -83,10 +81,7 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, 
 	if err != nil {
 		return nil, false, err
 	}
-	// The groups of the public IPs its frontends use must be listed: without their addresses
-	// a frontend would look like no load balancer, and the controller would drop the
-	// finalizer with the frontend, its rules and NSG rules still in Azure.
-	listed, err := l.listServiceGroups(ctx, s, append([]string{plan.PublicIPResourceGroup(l.cfg, s)}, plan.FrontendPublicIPGroups(lbs, s.LBName())...)...)
+	listed, err := l.listFrontendGroups(ctx, s, lbs)
 	if err != nil {
 		return nil, false, err
 	}
@@ -103,6 +98,16 @@ func (l *LoadBalancer) GetLoadBalancer(ctx context.Context, clusterName string, 
 		return &v1.LoadBalancerStatus{}, true, nil
 	}
 	return nil, false, nil
+}
+
+// listFrontendGroups lists the public IPs of every group the service's public IPs may be in
+// (listServiceGroups), and fails unless it could list the group its annotation names and the
+// groups of the public IPs its frontends on lbs use. Without those addresses a frontend looks
+// like no load balancer: GetLoadBalancer would report none, the controller would drop the
+// finalizer, and a deletion would leave the frontend, its rules and its NSG rules in Azure.
+func (l *LoadBalancer) listFrontendGroups(ctx context.Context, s *plan.Service, lbs []*armnetwork.LoadBalancer) ([]plan.ListedPIP, error) {
+	must := append([]string{plan.PublicIPResourceGroup(l.cfg, s)}, plan.FrontendPublicIPGroups(lbs, s.LBName())...)
+	return l.listServiceGroups(ctx, s, must...)
 }
 
 // serviceLBs peeks every load balancer the service may have objects on: both kinds (public

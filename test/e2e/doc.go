@@ -2,11 +2,16 @@
 // kube-apiserver (nodes played by kwok), runs the CCM binary against azsim, and checks the
 // Azure state in azsim.
 //
-// Most tests run one after the other: each starts its own cluster and CCM, and two at once on a
+// Most tests work: each starts its own cluster and CCM and drives them, and two at once on a
 // two-core machine slow both. A few spend minutes waiting on timers rather than working (token
 // lifetimes and login retries, a three-minute login outage, a leader stepping down after a
-// login bound, pods joining a service gateway in steps), so they call t.Parallel(): Go runs them after every sequential test of the package
-// has finished, at most -parallel (GOMAXPROCS by default) at a time, and their waits overlap.
-// A parallel test must not call t.Setenv or change other process-wide state; each has its own
-// framework.Env (ports are reserved per test, see framework.FreePorts).
+// login bound, pods joining a service gateway in steps). So every test runs in go test's
+// parallel phase: a waiting test calls t.Parallel(), a working test calls serial(t), which also
+// takes the one token of working tests, so that the waits overlap the working tests while the
+// working tests still run one at a time. hack/test.sh runs the package with a -parallel large
+// enough for every test to start at once (a working test waiting for the token holds one of
+// those slots). A parallel test must not call t.Setenv or change other process-wide state: the
+// migration tests, which set the environment their CCM inherits to stop it after a phase, stay
+// sequential and run before all others. Each test has its own framework.Env (ports are
+// reserved per test, see framework.FreePorts).
 package e2e

@@ -1,6 +1,6 @@
 //go:build windows
 
-package main
+package windowsservice
 
 import (
 	"context"
@@ -11,17 +11,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// serviceName is the Windows service name the node manager registers under.
-const serviceName = "azure-cloud-node-manager"
-
-func (o *options) addOSFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.windowsService, "windows-service", o.windowsService,
+// AddFlag registers --windows-service, bound to enabled.
+func AddFlag(fs *pflag.FlagSet, enabled *bool) {
+	fs.BoolVar(enabled, "windows-service", *enabled,
 		"Run under the Windows Service Control Manager (stopping the service stops the node manager).")
 }
 
-// runAsService hands the process to the Windows Service Control Manager when asked: the
-// returned context ends when the service is stopped or the machine shuts down.
-func runAsService(ctx context.Context, enabled bool) (context.Context, error) {
+// Run hands the process to the Windows Service Control Manager when enabled, under the
+// service name given: the returned context ends when the service is stopped or the machine
+// shuts down. A process the Service Control Manager did not start is refused.
+func Run(ctx context.Context, name string, enabled bool) (context.Context, error) {
 	if !enabled {
 		return ctx, nil
 	}
@@ -34,8 +33,8 @@ func runAsService(ctx context.Context, enabled bool) (context.Context, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
-		if err := svc.Run(serviceName, handler{stop: cancel}); err != nil {
-			klog.ErrorS(err, "Windows service ended with an error")
+		if err := svc.Run(name, handler{stop: cancel}); err != nil {
+			klog.ErrorS(err, "Windows service ended with an error", "service", name)
 		}
 		cancel()
 	}()
