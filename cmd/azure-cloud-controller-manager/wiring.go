@@ -73,6 +73,10 @@ type wiring struct {
 	buildOpts loadbalancer.BuildOptions
 }
 
+// A reload retires the provider it replaces (its Azure writes end before the next one's begin)
+// only if the provider is a reload.Retirer.
+var _ reload.Retirer = (*provider.Cloud)(nil)
+
 // initCloud prepares the provider from the cloud config's sources (file, Secret or both, as
 // cloudConfigType says) without any ARM call: a mistake is fatal with the offending key named.
 // Login and the first ARM calls happen in the provider's Initialize, after the secure port

@@ -262,6 +262,17 @@ func (c *Cloud) Start(ctx context.Context) error {
 	return nil
 }
 
+// Retire ends this provider generation's Azure writes (writers.Set.Close): a reload calls it
+// once the generation's controllers are stopped and before the next generation starts. The
+// changes still queued are refused (their callers retry on the next generation) and the
+// batches in flight finish, or ctx ends first. A provider that never started has no writers.
+func (c *Cloud) Retire(ctx context.Context) error {
+	if !c.Started() {
+		return nil
+	}
+	return c.Writers.Close(ctx)
+}
+
 // Started reports whether Start has succeeded.
 func (c *Cloud) Started() bool { return c.started.Load() }
 

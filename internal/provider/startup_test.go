@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
@@ -28,6 +29,7 @@ import (
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/testutil"
+	"github.com/azure-ccm/azure-ccm/internal/writer"
 )
 
 func testPFX(t *testing.T, password string) []byte {
@@ -291,4 +293,34 @@ func zonelessARM(t *testing.T) (*httptest.Server, *config.Config) {
 func zonelessARMOptions(srv *httptest.Server) arm.Options {
 	return arm.Options{Credential: staticCred{}, Transport: srv.Client(), Metrics: arm.NewMetrics(),
 		Environment: &config.Environment{ResourceManagerEndpoint: srv.URL, TokenAudience: "https://aud/", ActiveDirectoryEndpoint: "https://login/"}}
+}
+
+// TestRetireClosesTheWriters: a retired provider's writers refuse changes (a reload retires
+// the provider it replaces); a provider that never started has nothing to retire.
+func TestRetireClosesTheWriters(t *testing.T) {
+	srv, cfg := zonelessARM(t)
+	c, err := Prepare(cfg, Options{Fatal: func(err error) { t.Errorf("fatal: %v", err) }, ARM: zonelessARMOptions(srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Retire(context.Background()); err != nil {
+		t.Fatalf("Retire before start: %v", err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	c.Initialize(fakeClientBuilder{kube: fake.NewClientset()}, stop)
+	if !c.Started() {
+		t.Fatal("not started")
+	}
+	if err := c.Retire(context.Background()); err != nil {
+		t.Fatalf("Retire: %v", err)
+	}
+	id := "/subscriptions/" + cfg.SubscriptionID + "/resourceGroups/" + cfg.ResourceGroup + "/providers/Microsoft.Network/loadBalancers/kubernetes"
+	_, err = c.Writers.LoadBalancers.For(id).Submit(context.Background(), func(cur *armnetwork.LoadBalancer) (*armnetwork.LoadBalancer, error) {
+		t.Error("a retired provider's writer applied a change")
+		return cur, nil
+	})
+	if !errors.Is(err, writer.ErrClosed) {
+		t.Errorf("change after Retire: %v, want writer.ErrClosed", err)
+	}
 }

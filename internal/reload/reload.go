@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -143,13 +144,15 @@ func (c *Cloud) generationContext(parent context.Context) context.Context {
 }
 
 // Replace makes next the provider. When controllers run (this replica leads), it stops them,
-// initialises next as the app initialised the previous one, and starts them again on next;
-// then it starts informers they newly asked for. The previous provider's background work
-// stops with its generation.
+// retires the previous provider (a Retirer: its writes in flight end first, within
+// retireTimeout), initialises next as the app initialised the previous one, and starts them
+// again on next; then it starts informers they newly asked for. The previous provider's
+// background work stops with its generation.
 func (c *Cloud) Replace(next cloudprovider.Interface) error {
 	c.restart.Lock()
 	defer c.restart.Unlock()
 	c.mu.Lock()
+	prev := c.cur
 	c.cur = next
 	c.generation++
 	gen := c.generation
@@ -161,6 +164,9 @@ func (c *Cloud) Replace(next cloudprovider.Interface) error {
 	parent := wait.ContextForChannel(c.stop)
 	if c.cancel != nil {
 		c.cancel()
+	}
+	if r, ok := prev.(Retirer); ok && prev != next {
+		retire(parent, r, gen-1)
 	}
 	c.gen, c.cancel = context.WithCancel(parent)
 	next.Initialize(c.builder, c.gen.Done())
@@ -192,6 +198,33 @@ func (c *Cloud) Replace(next cloudprovider.Interface) error {
 		return fmt.Errorf("restarting controllers: %v", errs)
 	}
 	return nil
+}
+
+// Retirer is a provider that can end its own Azure writes (the project's provider): the
+// changes its stopped controllers still had queued are refused, and the writes in flight
+// finish before Retire returns, or ctx ends first.
+type Retirer interface {
+	Retire(ctx context.Context) error
+}
+
+// retireTimeout bounds how long a reload waits for the previous provider's writes in flight. A
+// write takes seconds; a reload that waited as long as a write may take (minutes, polling a
+// long-running operation) would hold every controller stopped meanwhile.
+const retireTimeout = time.Minute
+
+// retire waits for the previous provider's writes to end before the next one starts, so that
+// none of them lands after a write of the next provider (which would undo it when both change
+// the same resource).
+func retire(parent context.Context, r Retirer, gen int) {
+	ctx, cancel := context.WithTimeout(parent, retireTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := r.Retire(ctx); err != nil {
+		klog.ErrorS(err, "The previous cloud provider's Azure writes did not finish within the bound; the new provider starts now, and one of them may land after its first writes",
+			"generation", gen, "bound", retireTimeout)
+		return
+	}
+	klog.V(2).InfoS("The previous cloud provider's Azure writes have ended", "generation", gen, "waited", time.Since(start).Round(time.Millisecond))
 }
 
 // Initialize records the client builder (for providers to come) and initialises the current

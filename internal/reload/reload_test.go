@@ -2,6 +2,8 @@ package reload
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -136,5 +138,61 @@ func TestControllersCannotStopSharedInformers(t *testing.T) {
 	}
 	if appShared.got != (<-chan struct{})(leader) {
 		t.Error("the app's shared factory was started with the controller's context, not the leadership's stop channel")
+	}
+}
+
+// retiring is a provider that logs its Retire and Initialize calls.
+type retiring struct {
+	*fakecloud.Cloud
+	name string
+	mu   *sync.Mutex
+	log  *[]string
+}
+
+func (r *retiring) note(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.log = append(*r.log, s+" "+r.name)
+}
+
+func (r *retiring) Retire(ctx context.Context) error {
+	r.note("retire")
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("no deadline: a reload would wait for ever")
+	}
+	return nil
+}
+
+func (r *retiring) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	r.note("initialize")
+	r.Cloud.Initialize(b, stop)
+}
+
+// TestReplaceRetiresThePreviousProviderFirst: the provider being replaced is retired (its
+// Azure writes end) before the next one is initialised, once per reload, and never the one
+// that serves; before leadership no provider wrote, so none is retired.
+func TestReplaceRetiresThePreviousProviderFirst(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	p := func(name string) *retiring {
+		return &retiring{Cloud: &fakecloud.Cloud{Balancers: map[string]fakecloud.Balancer{}}, name: name, mu: &mu, log: &log}
+	}
+	c := New(nil)
+	if err := c.Replace(p("zero")); err != nil { // not leading yet
+		t.Fatal(err)
+	}
+	leaderCtx, stopLeading := context.WithCancel(context.Background())
+	defer stopLeading()
+	c.Initialize(clientbuilder.SimpleControllerClientBuilder{ClientConfig: &restclient.Config{}}, leaderCtx.Done())
+	for _, name := range []string{"one", "two"} {
+		if err := c.Replace(p(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"initialize zero", "retire zero", "initialize one", "retire one", "initialize two"}
+	if !slices.Equal(log, want) {
+		t.Errorf("calls %q, want %q", log, want)
 	}
 }

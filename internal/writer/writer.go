@@ -55,6 +55,11 @@ type Mutation[T any] func(cur *T) (*T, error)
 // ErrPreconditionFailed can be returned by a Store to signal an ETag mismatch.
 var ErrPreconditionFailed = errors.New("precondition failed (etag mismatch)")
 
+// ErrClosed answers a change given to a writer after Close (its provider generation was
+// replaced by a reload): nothing of it was written, and the caller's next attempt goes through
+// the new generation's writer.
+var ErrClosed = errors.New("writer closed: its cloud provider generation was replaced")
+
 // Options tune a Writer; zero values give the defaults.
 type Options[T any] struct {
 	// Clone deep-copies a model; default: DeepCopy.
@@ -110,9 +115,13 @@ type Writer[T any] struct {
 	store Store[T]
 	opts  Options[T]
 
-	mu        sync.Mutex
-	pending   []*request[T]
-	running   bool
+	mu      sync.Mutex
+	pending []*request[T]
+	running bool
+	// idle is closed when the running batch loop ends (nil while none runs): Close waits on it.
+	idle chan struct{}
+	// closed refuses new changes (Close).
+	closed    bool
 	cached    bool
 	cache     *T
 	cacheETag string
@@ -192,19 +201,57 @@ func (w *Writer[T]) SubmitChild(ctx context.Context, child string, m Mutation[T]
 
 func (w *Writer[T]) submit(ctx context.Context, child string, m Mutation[T]) (*T, error) {
 	r := &request[T]{ctx: ctx, m: m, child: child, done: make(chan result[T], 1)}
-	w.mu.Lock()
-	w.pending = append(w.pending, r)
-	if !w.running {
-		w.running = true
-		go w.run()
+	if !w.enqueue(r) {
+		return nil, ErrClosed
 	}
-	w.mu.Unlock()
 	select {
 	case res := <-r.done:
 		return res.obj, res.err
 	case <-ctx.Done():
 		// The mutation may still be applied if its batch was already taken; the caller re-reconciles.
 		return nil, ctx.Err()
+	}
+}
+
+// enqueue queues r and starts the batch loop if none runs; false once the writer is closed.
+func (w *Writer[T]) enqueue(r *request[T]) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.pending = append(w.pending, r)
+	if !w.running {
+		w.running = true
+		w.idle = make(chan struct{})
+		go w.run()
+	}
+	return true
+}
+
+// Close makes the writer refuse every new change with ErrClosed, answers the queued changes no
+// batch has taken yet with ErrClosed (none of them is written), and waits until the batch or
+// action in flight has finished, or ctx ends (its error is returned then). A write already sent
+// to ARM cannot be called back; waiting for it is what keeps it from landing after a write of
+// the writer that replaces this one. Reads (Get, Peek) still work.
+func (w *Writer[T]) Close(ctx context.Context) error {
+	w.mu.Lock()
+	w.closed = true
+	queued := w.pending
+	w.pending = nil
+	idle := w.idle
+	w.mu.Unlock()
+	for _, r := range queued {
+		r.done <- result[T]{err: ErrClosed}
+	}
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -231,13 +278,9 @@ func (w *Writer[T]) DoBetween(ctx context.Context, a Action[T]) error {
 
 func (w *Writer[T]) do(ctx context.Context, a Action[T], between bool) error {
 	r := &request[T]{ctx: ctx, action: a, between: between, done: make(chan result[T], 1)}
-	w.mu.Lock()
-	w.pending = append(w.pending, r)
-	if !w.running {
-		w.running = true
-		go w.run()
+	if !w.enqueue(r) {
+		return ErrClosed
 	}
-	w.mu.Unlock()
 	select {
 	case res := <-r.done:
 		return res.err
@@ -366,6 +409,8 @@ func (w *Writer[T]) run() {
 		w.mu.Lock()
 		if len(w.pending) == 0 {
 			w.running = false
+			close(w.idle)
+			w.idle = nil
 			w.mu.Unlock()
 			return
 		}

@@ -9,6 +9,7 @@
 package writers
 
 import (
+	"context"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
@@ -37,6 +38,22 @@ type Set struct {
 	Interfaces  *writer.Registry[armnetwork.Interface]
 	ScaleSetVMs *writer.Registry[armcompute.VirtualMachineScaleSetVM]
 	ScaleSets   *writer.Registry[armcompute.VirtualMachineScaleSet]
+}
+
+// Close closes every writer of the set (writer.Registry.Close): a reload calls it once the
+// generation's controllers have stopped, so that the changes they still had queued are refused
+// and the batches in flight finish before the next generation writes. It returns ctx's error if
+// ctx ends first.
+func (s *Set) Close(ctx context.Context) error {
+	for _, c := range []interface{ Close(context.Context) error }{
+		s.LoadBalancers, s.SecurityGroups, s.PublicIPs, s.RouteTables, s.PrivateLinkServices,
+		s.Subnets, s.Interfaces, s.ScaleSetVMs, s.ScaleSets,
+	} {
+		if err := c.Close(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Options are what the writers are built from.
