@@ -333,6 +333,16 @@ func (c *Controller) syncService(ctx context.Context, ns, name string) error {
 	}
 	if r.Pending != "" {
 		klog.V(2).InfoS("Service gateway spec pending", "service", klog.KObj(svc), "reason", r.Pending)
+		// The port needs a ready endpoint to resolve, the members do not: a service already in
+		// the gateway whose last pods went away keeps its spec and loses their addresses, which
+		// would otherwise keep receiving traffic until a pod is ready again. (When the
+		// EndpointSlice goes from some ready endpoints straight to none, no update in between
+		// resolves the port.)
+		nodeIPs, err := c.nodeIPs()
+		if err != nil {
+			return err
+		}
+		c.u.SetInboundMembers(uid, admission.Members(eps, nodeIPs))
 		return nil
 	}
 	if !hasFinalizer(svc) {

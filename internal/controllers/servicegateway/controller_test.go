@@ -206,3 +206,55 @@ func TestNewFailsOnAStoppedInformer(t *testing.T) {
 		t.Fatalf("New with a stopped node informer: %v, want an error naming the nodes", err)
 	}
 }
+
+// TestNamedPortServiceLosesItsLastPods: a service whose target port is named resolves it from
+// its ready endpoints. When its EndpointSlice goes from a ready pod straight to none (the
+// controller saw no update in between, as when a deployment is scaled to zero under load), the
+// port cannot be resolved any more, but the pod's address must still leave the gateway.
+func TestNamedPortServiceLosesItsLastPods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	az := azsim(t, ctx)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.240.0.4"}}}}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "ABC-1"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		Ports: []v1.ServicePort{{Name: "web", Port: 80, TargetPort: intstr.FromString("http"), Protocol: v1.ProtocolTCP}}}}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		Ports:     []discoveryv1.EndpointPort{{Name: to.Ptr("web"), Port: to.Ptr[int32](8080), Protocol: to.Ptr(v1.ProtocolTCP)}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}, NodeName: to.Ptr("n1"), Conditions: discoveryv1.EndpointConditions{Ready: to.Ptr(true)}}}}
+	kube := fake.NewClientset(node, svc, slice)
+	f := informers.NewSharedInformerFactory(kube, 0)
+	pf, pods := EgressPodsInformer(kube, 0)
+	c, err := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(), EndpointSlices: f.Discovery().V1().EndpointSlices(),
+		EgressPods: pods, Recorder: record.NewFakeRecorder(100), Azure: az, Updater: updater.Options{Gather: time.Millisecond, MinBackoff: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	pf.Start(ctx.Done())
+	go c.Run(ctx, 2)
+	locations := func(want int) func() error {
+		return func() error {
+			st, err := az.ReadGateway(ctx)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, addrs := range st.Locations {
+				n += len(addrs)
+			}
+			if n != want || len(st.Services) != 1 {
+				return fmt.Errorf("%d addresses in %v, %d services; want %d addresses of one service", n, st.Locations, len(st.Services), want)
+			}
+			return nil
+		}
+	}
+	testutil.Eventually(t, "the ready pod in the gateway", locations(1))
+
+	// What the EndpointSlice controller leaves once no pod is left: a slice without endpoints
+	// or ports.
+	slice.Endpoints, slice.Ports = nil, nil
+	if _, err := kube.DiscoveryV1().EndpointSlices("default").Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the gone pod's address out of the gateway, the service still registered", locations(0))
+}

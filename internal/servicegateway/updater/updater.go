@@ -106,6 +106,18 @@ func (u *Updater) SetInbound(name string, spec InboundSpec, members map[string]s
 	u.Trigger()
 }
 
+// SetInboundMembers replaces the pod addresses of an inbound service SetInbound already set,
+// keeping its spec: for a service whose spec cannot be built now (a named target port, and no
+// ready endpoint to resolve it from) while its members are known. A service not set is left
+// alone.
+func (u *Updater) SetInboundMembers(name string, members map[string]string) {
+	if _, known := u.tracker.Desired()[name]; !known {
+		return
+	}
+	u.tracker.SetMembers(name, members)
+	u.Trigger()
+}
+
 // DeleteInbound withdraws a service: addresses first, then registration and resources.
 func (u *Updater) DeleteInbound(name string) {
 	u.withdraw(name, dt.Inbound)
