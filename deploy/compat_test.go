@@ -284,12 +284,16 @@ func nodeManagerHelp(t *testing.T) map[string]bool {
 }
 
 // osOnlyFlag reports whether a flag registration for name is in the node manager's files
-// built only for goos.
+// built only for goos: its own, or internal/windowsservice's.
 func osOnlyFlag(t *testing.T, goos, name string) bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "cmd", "azure-cloud-node-manager", "*_"+goos+".go"))
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, dir := range []string{"cmd/azure-cloud-node-manager", "internal/windowsservice"} {
+		fs, err := filepath.Glob(filepath.Join(framework.RepoRoot(), dir, "*_"+goos+".go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fs...)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -317,7 +321,7 @@ func TestCompatNodeManagerFlags(t *testing.T) {
 			item := fmt.Sprintf("node manager flag --%s (upstream %s)", name, g.From)
 			switch {
 			case g.OS != "" && !osOnlyFlag(t, g.OS, name):
-				t.Errorf("%s: cmd/azure-cloud-node-manager/*_%s.go registers no such flag", item, g.OS)
+				t.Errorf("%s: no *_%s.go file of cmd/azure-cloud-node-manager or internal/windowsservice registers it", item, g.OS)
 			case g.OS == "" && !accepted[name]:
 				t.Errorf("%s: azure-cloud-node-manager --help does not list it", item)
 			}
