@@ -86,17 +86,8 @@ func TestController(t *testing.T) {
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}, NodeName: to.Ptr("n1")}, {Addresses: []string{"10.244.0.6"}, NodeName: to.Ptr("n1")}}}
 	kube := fake.NewClientset(node, svc, bad, slice)
-	f := informers.NewSharedInformerFactory(kube, 0)
-	pf, pods := EgressPodsInformer(kube, 0)
 	rec := record.NewFakeRecorder(100)
-	c, err := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(), EndpointSlices: f.Discovery().V1().EndpointSlices(),
-		EgressPods: pods, Recorder: rec, Azure: az, Updater: updater.Options{Gather: time.Millisecond, MinBackoff: 10 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx.Done())
-	pf.Start(ctx.Done())
-	go c.Run(ctx, 2)
+	runController(t, ctx, az, kube, rec)
 
 	testutil.Eventually(t, "ingress IP and finalizer", func() error {
 		s, err := kube.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
@@ -157,6 +148,22 @@ func TestController(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// runController starts the controller on kube's objects against az, with a short gather
+// window, until ctx ends.
+func runController(t *testing.T, ctx context.Context, az *updater.Azure, kube *fake.Clientset, rec record.EventRecorder) {
+	t.Helper()
+	f := informers.NewSharedInformerFactory(kube, 0)
+	pf, pods := EgressPodsInformer(kube, 0)
+	c, err := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(), EndpointSlices: f.Discovery().V1().EndpointSlices(),
+		EgressPods: pods, Recorder: rec, Azure: az, Updater: updater.Options{Gather: time.Millisecond, MinBackoff: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	pf.Start(ctx.Done())
+	go c.Run(ctx, 2)
 }
 
 func drain(rec *record.FakeRecorder) []string {
@@ -222,16 +229,7 @@ func TestNamedPortServiceLosesItsLastPods(t *testing.T) {
 		Ports:     []discoveryv1.EndpointPort{{Name: to.Ptr("web"), Port: to.Ptr[int32](8080), Protocol: to.Ptr(v1.ProtocolTCP)}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}, NodeName: to.Ptr("n1"), Conditions: discoveryv1.EndpointConditions{Ready: to.Ptr(true)}}}}
 	kube := fake.NewClientset(node, svc, slice)
-	f := informers.NewSharedInformerFactory(kube, 0)
-	pf, pods := EgressPodsInformer(kube, 0)
-	c, err := New(Options{Kube: kube, Services: f.Core().V1().Services(), Nodes: f.Core().V1().Nodes(), EndpointSlices: f.Discovery().V1().EndpointSlices(),
-		EgressPods: pods, Recorder: record.NewFakeRecorder(100), Azure: az, Updater: updater.Options{Gather: time.Millisecond, MinBackoff: 10 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx.Done())
-	pf.Start(ctx.Done())
-	go c.Run(ctx, 2)
+	runController(t, ctx, az, kube, record.NewFakeRecorder(100))
 	locations := func(want int) func() error {
 		return func() error {
 			st, err := az.ReadGateway(ctx)
