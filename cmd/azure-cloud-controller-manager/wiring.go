@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/azure-ccm/azure-ccm/internal/cloudconfig"
+	"github.com/azure-ccm/azure-ccm/internal/cloudconfig/sources"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 	"github.com/azure-ccm/azure-ccm/internal/controllers"
 	"github.com/azure-ccm/azure-ccm/internal/controllers/adminstate"
@@ -124,7 +125,7 @@ func (w *wiring) initCloud(c *cloudcontrollerconfig.CompletedConfig) cloudprovid
 	if w.dynamicReloading {
 		cloudconfig.RegisterMetrics()
 		watcher := &cloudconfig.Watcher{Source: src, Apply: w.reloadCloud, Recorder: c.EventRecorder,
-			WatchSecret: src.File == "" || loaded.Type != cloudconfig.TypeFile}
+			WatchSecret: src.File == "" || loaded.Type != sources.TypeFile}
 		go watcher.Run(ctx, loaded.Data)
 	}
 	return w.served

@@ -5,9 +5,7 @@
 package cloudconfig
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/azure-ccm/azure-ccm/internal/cloudconfig/sources"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 )
 
@@ -28,13 +27,6 @@ const (
 	DefaultSecretNamespace = "kube-system"
 	// SecretKey is the key of the Secret's data holding azure.json.
 	SecretKey = "cloud-config" //nolint:gosec // G101: a key of the Secret's data, not a credential
-)
-
-// Values of cloudConfigType.
-const (
-	TypeFile   = "file"
-	TypeSecret = "secret"
-	TypeMerge  = "merge"
 )
 
 // Source names where azure.json comes from.
@@ -70,116 +62,9 @@ type Loaded struct {
 	SecretNote string
 }
 
-// Input is what the sources held at one moment, for Resolve.
-type Input struct {
-	File       []byte
-	HasFile    bool
-	Secret     []byte
-	HasSecret  bool
-	SecretName string // namespace/name, for messages
-}
-
-// Resolve picks and merges the sources. With a file, its cloudConfigType decides: not set or
-// file, the file only (the existing provider reads nothing else when given --cloud-config, so a
-// leftover Secret must not change the configuration); secret, the Secret only; merge, the file
-// with every top-level key the Secret sets replacing the file's (keys compared
-// case-insensitively). Without a file the Secret is the only source. A Secret that
-// cloudConfigType needs and that does not exist is an error; in merge mode a missing Secret
-// leaves the file alone. typ is the effective type (file when the file does not set one).
-func Resolve(in Input) (data []byte, typ string, usedSecret bool, err error) {
-	if !in.HasFile {
-		if !in.HasSecret {
-			return nil, TypeSecret, false, fmt.Errorf("no --cloud-config file, and Secret %s (key %s) does not exist", in.SecretName, SecretKey)
-		}
-		return in.Secret, TypeSecret, true, nil
-	}
-	typ, err = effectiveType(in.File)
-	if err != nil {
-		return nil, "", false, err
-	}
-	switch typ {
-	case TypeFile:
-		return in.File, typ, false, nil
-	case TypeSecret:
-		if !in.HasSecret {
-			return nil, typ, false, fmt.Errorf("cloudConfigType: %q needs Secret %s (key %s), which does not exist", typ, in.SecretName, SecretKey)
-		}
-		return in.Secret, typ, true, nil
-	default: // merge
-		if !in.HasSecret {
-			return in.File, typ, false, nil
-		}
-		merged, err := Merge(in.File, in.Secret)
-		if err != nil {
-			return nil, typ, true, err
-		}
-		return merged, typ, true, nil
-	}
-}
-
-// declaredType reads cloudConfigType from a document ("" when absent). Any other value than
-// file, secret or merge is an error naming the key. The document may hold nothing else (secret
-// mode), so it is decoded without validation.
-func declaredType(doc []byte) (string, error) {
-	var c config.Config
-	if len(bytes.TrimSpace(doc)) > 0 {
-		if err := config.Decode(doc, &c); err != nil {
-			return "", fmt.Errorf("decoding the file: %w", err)
-		}
-	}
-	typ := strings.ToLower(c.CloudConfigType)
-	switch typ {
-	case "", TypeFile, TypeSecret, TypeMerge:
-		return typ, nil
-	}
-	return "", fmt.Errorf("cloudConfigType: %q is not one of file, secret, merge", c.CloudConfigType)
-}
-
-// effectiveType is the file's cloudConfigType, file when it sets none.
-func effectiveType(file []byte) (string, error) {
-	t, err := declaredType(file)
-	if t == "" && err == nil {
-		t = TypeFile
-	}
-	return t, err
-}
-
-// Merge returns base with every top-level key of over replacing base's key of the same name
-// (compared case-insensitively, as azure.json keys are), as JSON.
-func Merge(base, over []byte) ([]byte, error) {
-	b, err := topLevel(base, "the file")
-	if err != nil {
-		return nil, err
-	}
-	o, err := topLevel(over, "the Secret")
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range o {
-		for bk := range b {
-			if strings.EqualFold(bk, k) {
-				delete(b, bk)
-			}
-		}
-		b[k] = v
-	}
-	return json.Marshal(b)
-}
-
-func topLevel(doc []byte, what string) (map[string]json.RawMessage, error) {
-	m := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(doc)) == 0 {
-		return m, nil
-	}
-	if err := config.Decode(doc, &m); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", what, err)
-	}
-	return m, nil
-}
-
 // Load reads the sources now and parses the result.
 func (s Source) Load(ctx context.Context) (Loaded, error) {
-	in := Input{SecretName: s.Namespace + "/" + s.Name}
+	in := sources.Input{SecretName: s.Namespace + "/" + s.Name, SecretKey: s.key()}
 	if s.File != "" {
 		b, err := readFile(s.File)
 		if err != nil {
@@ -191,8 +76,8 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 	needSecret := !in.HasFile
 	typeSet := false
 	if in.HasFile {
-		if t, err := declaredType(in.File); err == nil {
-			needSecret, typeSet = t == TypeSecret || t == TypeMerge, t != ""
+		if t, err := sources.Declared(in.File); err == nil {
+			needSecret, typeSet = t == sources.TypeSecret || t == sources.TypeMerge, t != ""
 		}
 	}
 	var secret *v1.Secret
@@ -217,7 +102,7 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 			in.Secret, in.HasSecret = d, true
 		}
 	}
-	data, typ, usedSecret, err := Resolve(in)
+	data, typ, usedSecret, err := sources.Resolve(in)
 	l := Loaded{Data: data, Type: typ, TypeSet: typeSet}
 	if usedSecret || secret != nil {
 		l.Secret = secret
@@ -226,7 +111,7 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 		return l, err
 	}
 	var origin []string
-	if in.HasFile && typ != TypeSecret {
+	if in.HasFile && typ != sources.TypeSecret {
 		origin = append(origin, "file "+s.File)
 	}
 	if usedSecret {
@@ -243,15 +128,15 @@ func (s Source) Load(ctx context.Context) (Loaded, error) {
 }
 
 // secretNote says why the Secret was or was not used.
-func secretNote(in Input, typ string, typeSet, used, forbidden bool) string {
+func secretNote(in sources.Input, typ string, typeSet, used, forbidden bool) string {
 	switch {
 	case !in.HasFile:
 		return "the only source: no --cloud-config file"
-	case typ == TypeFile && !typeSet:
+	case typ == sources.TypeFile && !typeSet:
 		return "not read: the file sets no cloudConfigType (merge or secret reads the Secret)"
-	case typ == TypeFile:
+	case typ == sources.TypeFile:
 		return "not read: cloudConfigType is file"
-	case typ == TypeSecret:
+	case typ == sources.TypeSecret:
 		return "the only source: cloudConfigType is secret"
 	case used:
 		return "merged over the file: cloudConfigType is merge"
@@ -277,8 +162,8 @@ func readFile(path string) ([]byte, error) {
 }
 
 func mergeMode(file []byte) bool {
-	t, err := effectiveType(file)
-	return err == nil && t == TypeMerge
+	t, err := sources.Effective(file)
+	return err == nil && t == sources.TypeMerge
 }
 
 func (s Source) key() string {

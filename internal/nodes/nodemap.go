@@ -6,14 +6,11 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
-
-	"github.com/azure-ccm/azure-ccm/internal/tombstone"
 )
 
 // NodeMap is the informer-maintained view of nodes that lookups by node name need (routes get
 // only a node name): resource group (label kubernetes.azure.com/resource-group), on-prem
-// flag, addresses. It is fed by the shared node informer.
+// flag, addresses. The provider feeds it from the shared node informer's events.
 type NodeMap struct {
 	mu     sync.RWMutex
 	nodes  map[string]*v1.Node
@@ -23,29 +20,12 @@ type NodeMap struct {
 // NewNodeMap returns an empty map.
 func NewNodeMap() *NodeMap { return &NodeMap{nodes: map[string]*v1.Node{}} }
 
-// Watch registers the map with a node informer.
-func (m *NodeMap) Watch(inf cache.SharedIndexInformer) error {
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.Set(asNode(obj)) },
-		UpdateFunc: func(_, obj any) { m.Set(asNode(obj)) },
-		DeleteFunc: func(obj any) {
-			if n := asNode(obj); n != nil {
-				m.Delete(n.Name)
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
+// SetSynced installs the informer's HasSynced, which Synced reports (the provider feeds the map
+// from its node informer's events).
+func (m *NodeMap) SetSynced(synced func() bool) {
 	m.mu.Lock()
-	m.synced = inf.HasSynced
-	m.mu.Unlock()
-	return nil
-}
-
-func asNode(obj any) *v1.Node {
-	n, _ := tombstone.As[*v1.Node](obj)
-	return n
+	defer m.mu.Unlock()
+	m.synced = synced
 }
 
 // Set records a node (the object is shared with the informer and must not be modified).

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -10,15 +11,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	v1 "k8s.io/api/core/v1"
-	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/azure-ccm/azure-ccm/internal/arm"
 	"github.com/azure-ccm/azure-ccm/internal/config"
 )
 
-// ErrInstanceNotFound is returned when a node has no VM (cloudprovider.InstanceNotFound, so
-// that errors.Is works with the cloud-provider controllers).
-var ErrInstanceNotFound = cloudprovider.InstanceNotFound
+// ErrInstanceNotFound is returned when a node has no VM. The cloud-provider interface
+// (internal/provider) answers it as cloudprovider.InstanceNotFound: this package does not import
+// k8s.io/cloud-provider, whose import graph (client-go) would otherwise be compiled into every
+// build of it, its fuzz-instrumented test binary included.
+var ErrInstanceNotFound = errors.New("ARM has no such VM")
 
 // Resolver maps nodes to VMs through the list caches of the ARM access layer: initialising N
 // nodes of one scale set costs one LIST of that scale set's VMs and one of its NICs, not N GETs.

@@ -25,7 +25,7 @@ func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, er
 		return true, nil
 	}
 	_, err := i.c.Resolver.Instance(ctx, node)
-	if errors.Is(err, cloudprovider.InstanceNotFound) {
+	if errors.Is(err, nodes.ErrInstanceNotFound) {
 		grace := time.Duration(i.c.Config.NodeInstanceNotFoundGracePeriodInSeconds) * time.Second
 		if age, ok := withinNotFoundGrace(node.CreationTimestamp.Time, time.Now(), grace); ok {
 			klog.V(2).InfoS("Node has no VM yet; kept within nodeInstanceNotFoundGracePeriodInSeconds", "node", klog.KObj(node),
@@ -59,7 +59,7 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, 
 		return false, nil
 	}
 	inst, err := i.c.Resolver.Instance(ctx, node)
-	if errors.Is(err, cloudprovider.InstanceNotFound) {
+	if errors.Is(err, nodes.ErrInstanceNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -72,6 +72,10 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, 
 // get only their providerID azure://<node-name>; nothing in Azure is called for them.
 func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	md, err := i.c.Resolver.Metadata(ctx, node)
+	if errors.Is(err, nodes.ErrInstanceNotFound) {
+		// The cloud-provider controllers compare with their own sentinel.
+		return nil, fmt.Errorf("node %s: %w: %w", node.Name, cloudprovider.InstanceNotFound, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", node.Name, err)
 	}

@@ -401,7 +401,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	if !c.Started() {
 		return
 	}
-	if err := c.Resolver.Nodes().Watch(f.Core().V1().Nodes().Informer()); err != nil {
+	if err := feedNodeMap(c.Resolver.Nodes(), f.Core().V1().Nodes().Informer()); err != nil {
 		klog.ErrorS(err, "Cannot watch nodes")
 	}
 }
