@@ -74,7 +74,7 @@ suite() {
   grep -E '^--- (PASS|FAIL): Test[^ ]* \([0-9.]+s\)' "${log}" |
     sed -E 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)/\2 \1/' | sort -rn | head -15 >"${OUT}/${name}.slowest" || true
   if [[ "${name}" == e2e && -s "${OUT}/${name}.slowest" ]]; then
-    # The working e2e tests take turns in go test's parallel phase (test/e2e/doc.go).
+    # The working e2e tests take turns, two at a time, in go test's parallel phase (test/e2e/doc.go).
     echo "(a working e2e test's time includes its wait for its turn; its log says how long)" >>"${OUT}/${name}.slowest"
   fi
   [[ ${rc} -eq 0 ]] || failed+=("${name}")
@@ -144,7 +144,8 @@ if want e2e; then
       failed+=("build-race")
     fi
   fi
-  # -parallel: every e2e test starts at once; the working ones then take turns (test/e2e/doc.go).
+  # -parallel: every e2e test starts at once; the working ones then take turns, two at a time
+  # (test/e2e/doc.go).
   suite e2e "${E2E_TIMEOUT:-40m}" -parallel 64 "${E2E[@]}"
 fi
 

@@ -169,7 +169,7 @@ func adminStateNodeEvent(e *framework.Env, node, reason string) framework.Condit
 // draining nodes' backend entries go admin state Down on both load balancers and come back
 // None.
 func TestAdminState(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP"}})
 	machines := e.Machines
@@ -363,7 +363,7 @@ func TestAdminState(t *testing.T) {
 // TestAdminStateDisabled: enableLoadBalancerAdminState=false keeps the controller off (it is
 // never built: its metrics are not even registered).
 func TestAdminStateDisabled(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{CloudConfig: map[string]any{"loadBalancerBackendPoolConfigurationType": "nodeIP", "enableLoadBalancerAdminState": false}})
 	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)
@@ -454,7 +454,7 @@ func adminStateNICIs(e *framework.Env, machines []framework.Machine, down ...str
 // scale set NICs: admin state is set after creation on address entries referencing the
 // members' IP configurations.
 func TestAdminStateNICPools(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{})
 	machines := e.Machines

@@ -33,7 +33,7 @@ import (
 // or base64 as the API server sends it) may appear in its log, through the first read or the
 // watch that reloads it.
 func TestCloudConfigSecretReload(t *testing.T) {
-	serial(t)
+	working(t)
 	ctx := context.Background()
 	secretData := func(d map[string]any) map[string][]byte {
 		b, err := json.Marshal(d)

@@ -301,7 +301,7 @@ func (d *disksEnv) pvGone(name string) framework.Condition {
 // pods to the zone of their disk by the real scheduler, zone labels of pre-existing disks'
 // PVs by the CCM's pv-zone-labels controller, and deletion of disks with their PVs.
 func TestDisks(t *testing.T) {
-	serial(t)
+	working(t)
 	d := disksStart(t)
 	ctx := context.Background()
 	z := func(n int) string { return fmt.Sprintf("%s-%d", d.region, n) }

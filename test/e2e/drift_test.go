@@ -192,7 +192,7 @@ func writesByResource(s client.Stats) map[string]int64 {
 // third-party edit is repaired by the first audit pass that sees it, with one write to the
 // edited resource and nothing else, and a DriftRepaired event on the service.
 func TestDriftAuditRepairsEachKindOfDrift(t *testing.T) {
-	serial(t)
+	working(t)
 	l := driftStart(t)
 	ctx := lbCtx(t)
 	svcs := l.createServices("drift", driftServices)
@@ -319,7 +319,7 @@ func (l *lbEnv) lbID(name string) string {
 // audit per second for DRIFT_STEADY_DURATION (default 60 s, so 60 passes; the figure in
 // docs/operations.md is of DRIFT_STEADY_DURATION=10m).
 func TestDriftAuditSteadyState(t *testing.T) {
-	serial(t)
+	working(t)
 	d := time.Minute
 	if v := os.Getenv("DRIFT_STEADY_DURATION"); v != "" {
 		var err error
@@ -415,7 +415,7 @@ const raceLRO = 4 * time.Second
 // clock, logged so a failing schedule can be replayed), so `-count=N` with "random" tries N
 // schedules.
 func TestDriftAuditNeverResurrects(t *testing.T) {
-	serial(t)
+	working(t)
 	seed := uint64(21)
 	switch v := os.Getenv("DRIFT_RESURRECT_SEED"); v {
 	case "":

@@ -61,7 +61,7 @@ func docEndpoints(t *testing.T) []docEndpoint {
 // and without --profiling: each documented path answers as documented (served or not, open or
 // behind delegated authorization), and nothing undocumented is served.
 func TestEndpointsMatchDocs(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	documented := docEndpoints(t)
 	// Paths that generic Kubernetes components serve: each must be in the table or answer 404.

@@ -24,7 +24,7 @@ import (
 // service ends with exactly one frontend, rule and managed public IP, and a service that had
 // an address before the crash keeps it (no duplicate or lost change).
 func TestLeaderElectionMidBurst(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{Topology: lbTopology(), CloudConfig: lbNodeIPConfig})
 	e.CreateNodes(framework.NodeOptions{ProviderID: true}, e.Machines...)

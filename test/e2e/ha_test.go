@@ -24,7 +24,7 @@ func haHasAcquired(r *framework.CCMReplica) bool {
 // acts; when it crashes (SIGKILL, so the Lease is not released) the other takes over within
 // the lease duration and initialises new nodes.
 func TestLeaderElection(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{})
 	if len(e.Machines) < 2 {

@@ -23,7 +23,7 @@ import (
 // services sharing one IP, and internal frontends (dynamic, static in another subnet, HA ports),
 // zone-redundant in the zonal region.
 func TestLoadBalancerAddresses(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{CloudConfig: lbNodeIPConfig})
 	t.Run("user public IP by name and by address", func(t *testing.T) { lbTestUserPIP(l.with(t)) })
 	t.Run("managed public IP options", func(t *testing.T) { lbTestManagedPIPOptions(l.with(t)) })

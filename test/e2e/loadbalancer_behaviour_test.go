@@ -32,7 +32,7 @@ const unmanagedLabel = "azure-ccm.test/unmanaged"
 // annotations and a burst of services, with nodeIP pools. The CCM runs with a node filter that
 // every node matches until the filter's subtest labels one.
 func TestLoadBalancerBehaviour(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{CloudConfig: lbNodeIPConfig, CCMArgs: []string{"--node-filter-requirements=!" + unmanagedLabel},
 		BeforeCCM: leftoverSecret})
 	t.Run("node exclusion label", func(t *testing.T) { lbTestExclusion(l.with(t)) })
@@ -46,7 +46,7 @@ func TestLoadBalancerBehaviour(t *testing.T) {
 // TestLoadBalancerNodeIPConfiguration runs the lifecycle and node exclusion with the default
 // backend: the nodes' NIC / scale-set VM ip configurations join the pool.
 func TestLoadBalancerNodeIPConfiguration(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{})
 	t.Run("lifecycle", func(t *testing.T) { lbTestLifecycle(l.with(t)) })
 	t.Run("node exclusion label", func(t *testing.T) { lbTestExclusion(l.with(t)) })

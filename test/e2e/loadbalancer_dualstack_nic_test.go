@@ -17,7 +17,7 @@ import (
 // pool and its IPv6 ip configuration in the IPv6 pool; an out-of-service taint sets Down on both
 // of the node's entries and no other; untaint restores None; deletion removes the load balancer.
 func TestLoadBalancerDualStackNICPools(t *testing.T) {
-	serial(t)
+	working(t)
 	topo := framework.DualStackTopology()
 	topo.ResourceGroups = append(topo.ResourceGroups, "rg-pips") // l.state lists PIPs there too
 	l := lbStart(t, lbOptions{Topology: topo, DualStack: true, CloudConfig: map[string]any{"enableLoadBalancerAdminState": true}})

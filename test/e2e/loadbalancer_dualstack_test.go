@@ -26,7 +26,7 @@ import (
 // probes and NSG rules; deletion leaves nothing. Then admin state: a tainted node is Down in
 // both the IPv4 and the IPv6 pool of both load balancers.
 func TestLoadBalancerDualStack(t *testing.T) {
-	serial(t)
+	working(t)
 	l := dsStart(t)
 	for _, c := range []dsCase{
 		{name: "public IPv6 single-stack", families: []azurenames.Family{azurenames.IPv6}},

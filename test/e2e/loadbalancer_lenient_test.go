@@ -18,7 +18,7 @@ import (
 // ranges, malformed azure-pip-tags pairs) reach Azure as it writes them, and the mistakes it
 // refuses are reported in its words, naming the service once.
 func TestLoadBalancerLenientInputs(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{CloudConfig: lbNodeIPConfig})
 	t.Run("overlapping and repeated source ranges", func(t *testing.T) { lbTestAggregatedRanges(l.with(t)) })
 	t.Run("malformed azure-pip-tags pairs", func(t *testing.T) { lbTestPIPTags(l.with(t)) })

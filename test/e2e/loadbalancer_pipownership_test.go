@@ -31,7 +31,7 @@ var pipOwnershipArgs = []string{"--drift-audit-period=0"}
 // whose services are gone. Each case starts from Kubernetes objects and checks every resource
 // group of azsim.
 func TestPublicIPOwnership(t *testing.T) {
-	serial(t)
+	working(t)
 	topo := lbTopology()
 	topo.ResourceGroups = append(topo.ResourceGroups, "rg-more")
 	l := lbStart(t, lbOptions{Topology: topo, CloudConfig: lbNodeIPConfig, CCMArgs: pipOwnershipArgs})

@@ -18,7 +18,7 @@ import (
 // environment (nodeIP backend pools): lifecycle and minimal updates, rule and probe options,
 // NSG sources. Every subtest deletes what it created and checks azsim is clean again.
 func TestLoadBalancerPublic(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{CloudConfig: lbNodeIPConfig})
 	t.Run("lifecycle", func(t *testing.T) { lbTestLifecycle(l.with(t)) })
 	t.Run("rule and probe options", func(t *testing.T) { lbTestRuleOptions(l.with(t)) })

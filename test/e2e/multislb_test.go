@@ -158,7 +158,7 @@ func (m *mslbEnv) ipOf(name string) string {
 // TestMultipleStandardLoadBalancers runs the multiple-load-balancer scenarios against one cluster with three
 // load balancer configurations, in order (later groups build on earlier ones).
 func TestMultipleStandardLoadBalancers(t *testing.T) {
-	serial(t)
+	working(t)
 	m := mslbStart(t)
 	pool0, pool1 := m.byPool["pool0"], m.byPool["pool1"]
 	if len(pool0) != 3 || len(pool1) != 2 {

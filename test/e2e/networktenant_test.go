@@ -19,7 +19,7 @@ import (
 // LoadBalancer service converges; without it the CCM's network calls fail with ARM's
 // wrong-tenant error naming the network tenant, and no service is served.
 func TestNetworkResourcesInAnotherTenant(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	const (
 		netTenant = "77777777-7777-7777-7777-777777777777"

@@ -155,7 +155,7 @@ func without(names []string, gone []string) []string {
 // new nodes (reused, never duplicated) and their routes follow; nodes deleted and added while the
 // CCM is down get exactly the freed CIDRs after it restarts (the used set is rebuilt first).
 func TestNodeIPAM(t *testing.T) {
-	serial(t)
+	working(t)
 	ccm := nodesRequireBinary(t, framework.CCMBinaryName)
 	const initial, capacity = 200, 256
 	topo := framework.DefaultTopology()
@@ -237,7 +237,7 @@ func TestNodeIPAM(t *testing.T) {
 // NetworkUnavailable from then on until its route is in the route table: a monitor reading the
 // node, then the route table, never sees it available without the route.
 func TestNodeManagerARMModeWaitRoutes(t *testing.T) {
-	serial(t)
+	working(t)
 	ccm := nodesRequireBinary(t, framework.CCMBinaryName)
 	nodeManager := nodesRequireBinary(t, "azure-cloud-node-manager")
 	e := framework.Start(t, framework.Options{CCMBinary: ccm})

@@ -17,7 +17,7 @@ import (
 // own User-Agent, so the suite's role check holds them against
 // deploy/azure/azure-cloud-node-manager-role.json.
 func TestNodeManagerARMModeEachVMKind(t *testing.T) {
-	serial(t)
+	working(t)
 	nodeManager := nodesRequireBinary(t, "azure-cloud-node-manager")
 	e := framework.Start(t, framework.Options{Topology: nodesTopology(1), CloudConfig: nodesCloudConfig})
 	uniform, flex, avset, other := nodesByKind(e.Machines)

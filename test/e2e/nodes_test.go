@@ -173,7 +173,7 @@ func nodesByKind(ms []framework.Machine) (uniform, flex, avset []framework.Machi
 }
 
 func TestNodes(t *testing.T) {
-	serial(t)
+	working(t)
 	ccm := nodesRequireBinary(t, framework.CCMBinaryName)
 	nodeManager := nodesRequireBinary(t, "azure-cloud-node-manager")
 	e := framework.Start(t, framework.Options{Topology: nodesTopology(3), CloudConfig: nodesCloudConfig, CCMBinary: ccm})
@@ -393,7 +393,7 @@ func TestNodes(t *testing.T) {
 // Initialising 200 nodes of one scale set costs a constant number of ARM reads (list-based
 // caches), measured with azsim's counters.
 func TestNodesInitialize200ScaleSetNodes(t *testing.T) {
-	serial(t)
+	working(t)
 	ccm := nodesRequireBinary(t, framework.CCMBinaryName)
 	const n = 200
 	topo := framework.DefaultTopology()

@@ -148,7 +148,7 @@ func planLines(p writeplan.Plan) []string {
 // CCM was stopped it lists their creations and reports the one with an invalid annotation; no
 // plan run writes to Azure or to the cluster, or calls ARM outside the read-only role.
 func TestPlan(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{CloudConfig: lbNodeIPConfig})
 	const n = 6
 	svcs := l.createServices("plan", n)

@@ -132,7 +132,7 @@ func connectionStates(p *armnetwork.PrivateLinkService) []string {
 // disabled refused with nothing deleted, the annotation removed (PLS gone, frontend kept), the
 // service deleted (nothing left) — and a user's PLS untouched throughout.
 func TestPrivateLinkService(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{Topology: plsTopology(), CloudConfig: lbNodeIPConfig})
 	ctx := lbCtx(t)
 	users, err := l.net.NewPrivateLinkServicesClient().Get(ctx, l.rg, "users-pls", nil)

@@ -25,7 +25,7 @@ import (
 // kubelet would mount in its pod on node A (bound to the pod, so it names the node): the binary
 // initialises node A, and the same token is denied updating node B, its status, its taints.
 func TestNodeManagerWritesOnlyItsOwnNode(t *testing.T) {
-	serial(t)
+	working(t)
 	nodeManager := nodesRequireBinary(t, "azure-cloud-node-manager")
 	e := framework.Start(t, framework.Options{})
 	ctx := context.Background()

@@ -25,7 +25,7 @@ const rbacSGEgress = "rbac-egress"
 // informer), a LoadBalancer service gets its IP and its pod's address, and the CCM log has no
 // "forbidden". Any denial fails the test as soon as it shows in the log.
 func TestRBACServiceGateway(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{CloudConfig: sgCloudConfig})
 	f, err := lbARMClient(e.Azure)

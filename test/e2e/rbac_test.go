@@ -173,7 +173,7 @@ var rbacForbidden = regexp.MustCompile(`(?i)forbidden|cannot (get|list|watch|cre
 // holds the Lease, /healthz is open and /metrics served to authorised clients only, every ARM
 // call is allowed by the custom Azure role, and the CCM log has no "forbidden".
 func TestRBAC(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	cloudConfig := map[string]any{
 		"loadBalancerBackendPoolConfigurationType": "nodeIP",
@@ -454,7 +454,7 @@ func rbacWithoutWorkloads(t *testing.T, rendered []byte) ([]byte, []string) {
 // in azsim, a bound PersistentVolume) and, once deleted, its volume and disk are removed, with
 // leader election on its Lease and no "forbidden" in its log.
 func TestRBACDiskProvisioner(t *testing.T) {
-	serial(t)
+	working(t)
 	bin := nodesRequireBinary(t, "azure-disk-provisioner")
 	if _, err := os.Stat(filepath.Join(framework.ToolsDir(), "helm")); err != nil {
 		// deploy/manifests holds the default rendering only, where the provisioner is off.

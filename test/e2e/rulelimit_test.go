@@ -28,7 +28,7 @@ func rulePortsN(n int) []corev1.ServicePort {
 // IP does not exist, on the first refusal and on the retries. The cluster's service range is a
 // /22: kube-apiserver's default /24 has too few cluster IPs for 301 services.
 func TestLoadBalancerRuleLimit(t *testing.T) {
-	serial(t)
+	working(t)
 	l := lbStart(t, lbOptions{CloudConfig: map[string]any{
 		"loadBalancerBackendPoolConfigurationType": "nodeIP", "maximumLoadBalancerRuleCount": 250},
 		ClusterArgs: []string{"kube-apiserver=service-cluster-ip-range=10.0.0.0/22", "kube-controller-manager=service-cluster-ip-range=10.0.0.0/22"}})

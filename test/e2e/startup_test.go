@@ -45,7 +45,7 @@ func startupLogSize(e *framework.Env) int64 {
 // CCM at once, with the key named — before login for local files and endpoints, in the
 // provider's start for what the metadata document says.
 func TestStartupFailsFastOnConfigurationMistakes(t *testing.T) {
-	serial(t)
+	working(t)
 	nodesRequireBinary(t, framework.CCMBinaryName)
 	e := framework.Start(t, framework.Options{})
 	garbage := filepath.Join(e.Dir, "garbage.pfx")
