@@ -264,6 +264,7 @@ func nodeManagerHelp(t *testing.T) map[string]bool {
 	bin := filepath.Join(t.TempDir(), "azure-cloud-node-manager")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/azure-cloud-node-manager")
 	build.Dir = framework.RepoRoot()
+	build.Env = makeBuildEnv()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

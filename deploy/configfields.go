@@ -40,6 +40,7 @@ func ConfigFieldReads(dir string, pkgPaths []string) ([]ConfigField, error) {
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles | packages.NeedSyntax | packages.NeedTypes |
 			packages.NeedTypesInfo | packages.NeedImports,
 		Dir: dir,
+		Env: makeBuildEnv(),
 	}
 	pkgs, err := packages.Load(cfg, pkgPaths...)
 	if err != nil {

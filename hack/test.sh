@@ -103,7 +103,7 @@ mapfile -t UNIT < <(pkgs_under cmd internal)
 mapfile -t INTEGRATION < <(pkgs_under test/framework test/integration)
 mapfile -t E2E < <(pkgs_under test/e2e test/chaos)
 
-# gofmt, golangci-lint (go vet's analyzers among its linters) under every build configuration
+# gofmt, golangci-lint or go vet under every build configuration
 # (bench and chaos included: nothing else in `make test` compiles them).
 want lint && stage lint "${ROOT}/hack/lint.sh"
 
@@ -126,7 +126,9 @@ want deploy && stage deploy "${ROOT}/hack/verify-deploy.sh"
 # and runc from Debian when missing; a missing runtime fails the suite.
 if want images; then
   export PLATFORMS="${PLATFORMS:-linux/$("${GO}" env GOARCH)}"
-  stage images-build bash -c '"$1"/hack/install-podman.sh && "$2" run ./hack/images' _ "${ROOT}" "${GO}" &&
+  # hack/images itself is compiled with make build's flags, so that its dependencies come from
+  # the build cache the lint stage filled (with cgo on they would be compiled again).
+  stage images-build bash -c '"$1"/hack/install-podman.sh && CGO_ENABLED=0 GOFLAGS=-trimpath "$2" run ./hack/images' _ "${ROOT}" "${GO}" &&
     suite images 15m -tags images ./test/images/...
 fi
 

@@ -13,7 +13,7 @@
 // most two working tests run at a time. hack/test.sh runs the package with a -parallel large
 // enough for every test to start at once (a working test waiting for a token holds one of those
 // slots). A parallel test must not call t.Setenv or change other process-wide state: the
-// migration tests, which set the environment their CCM inherits to stop it after a phase, stay
-// sequential and run before all others. Each test has its own framework.Env (ports are
-// reserved per test, see framework.FreePorts).
+// migration tests stop their CCM after a phase through its own environment
+// (framework.Env.SetCCMEnv). Each test has its own framework.Env (ports are reserved per test,
+// see framework.FreePorts).
 package e2e

@@ -280,6 +280,7 @@ func migReport(t *testing.T, l *lbEnv, svcs []migService) {
 // external services with their IPs in status) is migrated when the CCM starts with
 // loadBalancerSku=standard.
 func TestMigrationBasicToStandard(t *testing.T) {
+	working(t)
 	l, svcs := migStart(t)
 	l.StartCCM()
 	l.waitFor("the migration's end state", migMigrated(l, svcs), 3*time.Minute)
@@ -299,9 +300,10 @@ func TestMigrationBasicToStandard(t *testing.T) {
 // TestMigrationBasicToStandardCrashResume kills the CCM after every migration phase (it exits
 // on purpose) and starts it again: it converges to the same end state.
 func TestMigrationBasicToStandardCrashResume(t *testing.T) {
+	working(t)
 	l, svcs := migStart(t)
 	for _, ph := range migration.Phases() {
-		t.Setenv(migExitEnv, ph.String())
+		l.SetCCMEnv(migExitEnv + "=" + ph.String())
 		l.StartCCM()
 		select {
 		case <-l.CCM().Done():
@@ -325,7 +327,7 @@ func TestMigrationBasicToStandardCrashResume(t *testing.T) {
 			t.Errorf("phase %s ran %d times", ph, n)
 		}
 	}
-	t.Setenv(migExitEnv, "")
+	l.SetCCMEnv()
 	l.StartCCM()
 	l.waitFor("the migration's end state after the crashes", migMigrated(l, svcs), 3*time.Minute)
 	l.waitFor("the last start to find nothing to migrate", func(context.Context) (bool, error) {

@@ -358,7 +358,7 @@ func (p *pmEnv) migrated(ctx context.Context) (bool, error) {
 // crashAfter starts the CCM with the exit hook on phase ph and waits for it to exit there.
 func (p *pmEnv) crashAfter(ph poolmigration.Phase) {
 	p.t.Helper()
-	p.t.Setenv(pmExitEnv, ph.String()) // the CCM inherits the test's environment
+	p.SetCCMEnv(pmExitEnv + "=" + ph.String())
 	p.StartCCM()
 	select {
 	case <-p.CCM().Done():
@@ -378,7 +378,7 @@ func (p *pmEnv) crashAfter(ph poolmigration.Phase) {
 // migrate.
 func (p *pmEnv) finishAndCheck(events bool) {
 	p.t.Helper()
-	p.t.Setenv(pmExitEnv, "")
+	p.SetCCMEnv()
 	p.StartCCM()
 	p.waitFor("the IP-based end state", p.migrated, 3*time.Minute)
 	if events {
@@ -430,6 +430,7 @@ func (p *pmEnv) pmEvents() {
 // balancer is sampled every 250 ms throughout. No sample has a rule whose pool misses a node,
 // every service keeps its IP, and nothing references the pool from a NIC, instance or model.
 func TestPoolTypeMigration(t *testing.T) {
+	working(t)
 	p := pmStart(t, 20)
 	if err := p.WriteCloudConfig(lbNodeIPConfig); err != nil {
 		t.Fatal(err)
@@ -464,6 +465,7 @@ func TestPoolTypeMigration(t *testing.T) {
 // the scale set model and instances are removed; the CCM is killed after each phase but the
 // last, which the final start runs (with the services' events).
 func TestPoolTypeMigrationAPI(t *testing.T) {
+	working(t)
 	p := pmStart(t, 5)
 	cfg := map[string]any{"enableMigrateToIPBasedBackendPoolAPI": true}
 	for k, v := range lbNodeIPConfig {
