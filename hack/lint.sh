@@ -21,7 +21,8 @@
 # golangci-lint loads every dependency from the export data `go list -export` compiles into the Go
 # build cache. It runs with make build's flags (CGO_ENABLED=0, -trimpath), so that export data is
 # what make build already compiled: with cgo on and full paths, every package is compiled a second
-# time (on a cold two-core machine, about eight minutes of the stage).
+# time (two packages' dependencies, on two cores: 241 s with an empty build cache, 33 s after
+# make build's compile).
 #
 # golangci-lint is pinned in hack/versions.env and built through the Go module proxy into the
 # same cache outside the work tree as the other tools (one build per version, a few minutes).
